@@ -1,0 +1,73 @@
+"""The HPU accelerator for Lightning Fabric; the Trainer's :class:`~lightning_hpu.HPUAccelerator` extends it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from lightning.fabric.accelerators.accelerator import Accelerator
+from lightning.fabric.accelerators.registry import _AcceleratorRegistry
+from typing_extensions import override
+
+from lightning_hpu.devices import parse_hpu_devices
+from lightning_hpu.runtime import get_backend, hpu_available, require_backend
+
+
+class HPUAccelerator(Accelerator):
+    """Intel Gaudi (HPU) accelerator: one process drives one HPU."""
+
+    @override
+    def setup_device(self, device: torch.device) -> None:
+        backend = require_backend()
+        if device.type != backend.torch_device().type:
+            raise ValueError(f"HPUAccelerator got device {device}; expected {backend.torch_device()}.")
+
+    @override
+    def teardown(self) -> None:
+        pass
+
+    @staticmethod
+    @override
+    def parse_devices(devices: Any) -> int:
+        """Number of HPUs from an int, a string (``"2"``, ``"auto"``, ``"0,1"``), ``-1`` or a list of indices."""
+        return parse_hpu_devices(devices, available=HPUAccelerator.auto_device_count())
+
+    @staticmethod
+    @override
+    def get_parallel_devices(devices: Any) -> list[torch.device]:
+        """One torch device per process: the unindexed ``hpu`` device (the bridge binds each process to its HPU)."""
+        count = HPUAccelerator.parse_devices(devices)
+        return [require_backend().torch_device()] * count
+
+    @staticmethod
+    @override
+    def auto_device_count() -> int:
+        """The number of HPUs visible to this process; 0 when there are none."""
+        backend = get_backend()
+        return backend.device_count() if backend is not None and backend.is_available() else 0
+
+    @staticmethod
+    @override
+    def is_available() -> bool:
+        """Whether a Gaudi is visible, or the CPU stand-in was chosen with ``LIGHTNING_HPU_BACKEND=cpu``."""
+        return hpu_available()
+
+    @staticmethod
+    def is_lazy() -> bool:
+        """Whether the HPU runs in lazy mode (``PT_HPU_LAZY_MODE``, as the bridge reads it)."""
+        return require_backend().is_lazy()
+
+    @staticmethod
+    def get_device_name() -> str:
+        """The Gaudi generation: ``"GAUDI"``, ``"GAUDI2"`` or ``"GAUDI3"``."""
+        return require_backend().device_name()
+
+    @staticmethod
+    @override
+    def name() -> str:
+        return "hpu"
+
+    @classmethod
+    @override
+    def register_accelerators(cls, accelerator_registry: _AcceleratorRegistry) -> None:
+        accelerator_registry.register(cls.name(), cls, description=cls.__name__)

@@ -1,0 +1,212 @@
+"""Teaching Lightning 2.6's connectors about HPU: the one place that touches Lightning internals.
+
+Lightning 2.6 removed HPU support: its Trainer connector rejects ``accelerator="hpu"`` with the automatic strategy
+and would pick CUDA mixed precision. :func:`install` wraps a few private methods of the Trainer's
+``_AcceleratorConnector`` and Fabric's ``_Connector`` so that, for an HPU accelerator,
+
+* ``accelerator="auto"`` picks HPU when a Gaudi (or the explicitly chosen stand-in) is there;
+* a missing HPU fails with one sentence naming ``LIGHTNING_HPU_BACKEND``, and bad ``devices`` with one naming it;
+* the strategy is an HPU strategy (``hpu_single``, or ``hpu_parallel`` for several devices or nodes), generic
+  names such as ``"ddp"`` map to their HPU twins, and a non-HPU strategy is refused;
+* the precision plugin is the HPU one (DeepSpeed strategies keep Lightning's DeepSpeed precision).
+
+The wrapped methods are checked to exist before anything is patched, so a Lightning release that moves them
+fails at import with a message instead of misbehaving.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import lightning
+from lightning.fabric.connector import _Connector
+from lightning.fabric.strategies import STRATEGY_REGISTRY as FABRIC_STRATEGY_REGISTRY
+from lightning.fabric.strategies import DeepSpeedStrategy as FabricDeepSpeedStrategy
+from lightning.fabric.strategies import Strategy as FabricStrategy
+from lightning.pytorch.strategies import DeepSpeedStrategy, Strategy, StrategyRegistry
+from lightning.pytorch.trainer.connectors.accelerator_connector import _AcceleratorConnector
+
+from lightning_hpu.devices import check_devices_syntax
+from lightning_hpu.fabric.accelerator import HPUAccelerator as FabricHPUAccelerator
+from lightning_hpu.runtime import hpu_available, require_backend
+from lightning_hpu.strategies.lazy_mode import FabricHPUStrategyHooks, HPUStrategyHooks
+
+#: Lightning releases whose connector internals this module was written and tested against.
+TESTED_LIGHTNING = ("2.6",)
+
+#: Generic strategy names and the HPU strategy each means when the accelerator is HPU.
+HPU_STRATEGY_TWINS = {
+    "single_device": "hpu_single",
+    "ddp": "hpu_parallel",
+    "ddp_spawn": "hpu_parallel",
+    "deepspeed": "hpu_deepspeed",
+}
+
+_PATCHED_METHODS = (
+    "_choose_auto_accelerator",
+    "_check_device_config_and_set_final_flags",
+    "_set_parallel_devices_and_init_accelerator",
+    "_choose_strategy",
+    "_check_strategy_and_fallback",
+    "_init_strategy",
+    "_check_and_init_precision",
+)
+
+_MARKER = "__lightning_hpu_wrapped__"
+
+
+class LightningIntegrationError(RuntimeError):
+    """Lightning's internals are not what this version of lightning-hpu expects."""
+
+
+def is_hpu(accelerator_flag: Any) -> bool:
+    """Whether a connector's accelerator flag means HPU (the name or an accelerator instance)."""
+    return accelerator_flag == "hpu" or isinstance(accelerator_flag, FabricHPUAccelerator)
+
+
+def _check_connector(connector_cls: type) -> None:
+    missing = [name for name in _PATCHED_METHODS if not callable(getattr(connector_cls, name, None))]
+    if missing:
+        raise LightningIntegrationError(
+            f"lightning-hpu cannot integrate with Lightning {lightning.__version__}: {connector_cls.__name__} lacks"
+            f" {', '.join(missing)} (tested with Lightning {', '.join(TESTED_LIGHTNING)}); install a tested"
+            " Lightning release or a newer lightning-hpu."
+        )
+
+
+def _wrap(connector_cls: type, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    original = getattr(connector_cls, name)
+    is_static = isinstance(connector_cls.__dict__.get(name), staticmethod)
+    wrapper = functools.wraps(original)(make(original))
+    setattr(wrapper, _MARKER, original)
+    setattr(connector_cls, name, staticmethod(wrapper) if is_static else wrapper)
+
+
+def _multi_device(connector: Any) -> bool:
+    return connector._num_nodes_flag > 1 or len(connector._parallel_devices) > 1
+
+
+def _strategy_registry_names(fabric: bool) -> list[str]:
+    registry = FABRIC_STRATEGY_REGISTRY if fabric else StrategyRegistry
+    return list(registry.available_strategies())
+
+
+def _install_on(connector_cls: type, fabric: bool) -> None:
+    hooks_cls: type = FabricHPUStrategyHooks if fabric else HPUStrategyHooks
+    deepspeed_cls: type = FabricDeepSpeedStrategy if fabric else DeepSpeedStrategy
+    strategy_base: type = FabricStrategy if fabric else Strategy
+    owner = "Fabric" if fabric else "Trainer"
+
+    def choose_auto_accelerator(original: Callable[..., str]) -> Callable[..., str]:
+        def wrapper(*args: Any, **kwargs: Any) -> str:
+            return "hpu" if hpu_available() else original(*args, **kwargs)
+
+        return wrapper
+
+    def check_devices(original: Callable[..., None]) -> Callable[..., None]:
+        def wrapper(self: Any, devices: Any, num_nodes: int) -> None:
+            if is_hpu(self._accelerator_flag) and devices != "auto":
+                check_devices_syntax(devices)
+            original(self, devices, num_nodes)
+
+        return wrapper
+
+    def init_accelerator(original: Callable[..., None]) -> Callable[..., None]:
+        def wrapper(self: Any) -> None:
+            if is_hpu(self._accelerator_flag):
+                require_backend()
+            original(self)
+
+        return wrapper
+
+    def choose_strategy(original: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(self: Any) -> Any:
+            if not is_hpu(self._accelerator_flag):
+                return original(self)
+            if _multi_device(self):
+                if "hpu_parallel" not in _strategy_registry_names(fabric):
+                    raise ValueError(
+                        "Training on several HPUs needs the 'hpu_parallel' strategy, which this lightning-hpu"
+                        " build does not provide; use devices=1 and num_nodes=1."
+                    )
+                return "hpu_parallel"
+            return "hpu_single"
+
+        return wrapper
+
+    def strategy_fallback(original: Callable[..., None]) -> Callable[..., None]:
+        def wrapper(self: Any) -> None:
+            flag = self._strategy_flag
+            if is_hpu(self._accelerator_flag) and isinstance(flag, str):
+                twin = HPU_STRATEGY_TWINS.get(flag)
+                if twin is not None and twin in _strategy_registry_names(fabric):
+                    self._strategy_flag = twin
+            original(self)
+
+        return wrapper
+
+    def init_strategy(original: Callable[..., None]) -> Callable[..., None]:
+        def wrapper(self: Any) -> None:
+            original(self)
+            strategy = self.strategy
+            if is_hpu(self._accelerator_flag) and not isinstance(strategy, (hooks_cls, deepspeed_cls)):
+                raise ValueError(
+                    f"`{owner}(strategy={type(strategy).__name__}(...))` cannot drive an HPU (it never marks lazy"
+                    " steps); use strategy='hpu_single' for one HPU or 'hpu_parallel' for several."
+                )
+            if not is_hpu(self._accelerator_flag) and isinstance(strategy, (hooks_cls,)):
+                raise ValueError(
+                    f"`{owner}(strategy={type(strategy).__name__}(...))` needs accelerator='hpu', but the"
+                    f" accelerator is {self._accelerator_flag!r}."
+                )
+            assert isinstance(strategy, strategy_base)
+
+        return wrapper
+
+    def init_precision(original: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(self: Any) -> Any:
+            if not is_hpu(self._accelerator_flag) or isinstance(self.strategy, deepspeed_cls):
+                return original(self)
+            if fabric:
+                from lightning.fabric.plugins import Precision as FabricPrecision
+
+                from lightning_hpu.fabric.precision import HPUPrecision
+
+                if isinstance(self._precision_instance, FabricPrecision):
+                    return self._precision_instance
+                return HPUPrecision(self._precision_input)
+            from lightning.pytorch.plugins.precision import Precision
+
+            from lightning_hpu.plugins.precision import HPUPrecisionPlugin
+
+            self._validate_precision_choice()
+            if isinstance(self._precision_plugin_flag, Precision):
+                return self._precision_plugin_flag
+            return HPUPrecisionPlugin(self._precision_flag)
+
+        return wrapper
+
+    _wrap(connector_cls, "_choose_auto_accelerator", choose_auto_accelerator)
+    _wrap(connector_cls, "_check_device_config_and_set_final_flags", check_devices)
+    _wrap(connector_cls, "_set_parallel_devices_and_init_accelerator", init_accelerator)
+    _wrap(connector_cls, "_choose_strategy", choose_strategy)
+    _wrap(connector_cls, "_check_strategy_and_fallback", strategy_fallback)
+    _wrap(connector_cls, "_init_strategy", init_strategy)
+    _wrap(connector_cls, "_check_and_init_precision", init_precision)
+
+
+def is_installed() -> bool:
+    """Whether the connectors already carry the HPU wrappers."""
+    return hasattr(_AcceleratorConnector._choose_strategy, _MARKER)
+
+
+def install() -> None:
+    """Wrap the Trainer's and Fabric's connectors for HPU (idempotent)."""
+    if is_installed():
+        return
+    _check_connector(_AcceleratorConnector)
+    _check_connector(_Connector)
+    _install_on(_AcceleratorConnector, fabric=False)
+    _install_on(_Connector, fabric=True)

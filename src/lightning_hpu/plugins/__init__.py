@@ -1,0 +1,6 @@
+"""HPU plugins: checkpoint IO and precision."""
+
+from lightning_hpu.plugins.checkpoint_io import HPUCheckpointIO
+from lightning_hpu.plugins.precision import HPUPrecisionPlugin
+
+__all__ = ["HPUCheckpointIO", "HPUPrecisionPlugin"]

@@ -1,0 +1,125 @@
+"""The runtime seam: everything that differs between a real Gaudi and the CPU stand-in.
+
+The rest of the package never imports ``habana_frameworks``; it asks the active :class:`HPUBackend`
+(see :func:`lightning_hpu.runtime.get_backend`) instead.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import torch
+from torch.distributed import ReduceOp
+
+#: Generations of Gaudi as reported by the bridge's ``get_device_name``.
+GAUDI_GENERATIONS: tuple[str, ...] = ("GAUDI", "GAUDI2", "GAUDI3")
+
+#: Keys of ``habana_frameworks.torch.hpu.memory_stats()``: the stand-in reports the same ones.
+MEMORY_STAT_KEYS: tuple[str, ...] = (
+    "Limit",
+    "InUse",
+    "MaxInUse",
+    "NumAllocs",
+    "NumFrees",
+    "ActiveAllocs",
+    "MaxAllocSize",
+    "TotalSystemAllocs",
+    "TotalSystemFrees",
+    "TotalActiveAllocs",
+)
+
+#: The reduce ops that HCCL accepts; AVG, PREMUL_SUM and the bitwise ops are refused by the device.
+HCCL_REDUCE_OPS: frozenset[Any] = frozenset({ReduceOp.SUM, ReduceOp.MIN, ReduceOp.MAX, ReduceOp.PRODUCT})
+
+
+class HPUNotAvailableError(RuntimeError):
+    """Raised when HPU was asked for but neither a Gaudi nor the CPU stand-in is there."""
+
+
+def generation_rank(device_name: str) -> int:
+    """Return 1, 2 or 3 for GAUDI, GAUDI2, GAUDI3 (0 for anything unknown)."""
+    name = device_name.upper()
+    for rank, generation in sorted(enumerate(GAUDI_GENERATIONS, start=1), reverse=True):
+        if name.startswith(generation):
+            return rank
+    return 0
+
+
+class HPUBackend(ABC):
+    """What the package needs from an HPU runtime.
+
+    Two implementations exist: the bridge (``habana_frameworks`` on a Gaudi) and the CPU stand-in.
+    """
+
+    #: Short name shown in messages: ``"bridge"`` or ``"cpu"``.
+    name: str
+
+    # --- devices ---------------------------------------------------------------------------
+    @abstractmethod
+    def is_available(self) -> bool:
+        """Whether at least one HPU can be used by this process."""
+
+    @abstractmethod
+    def device_count(self) -> int:
+        """Number of HPUs visible to this process (the real count, 0 when there are none)."""
+
+    @abstractmethod
+    def device_name(self) -> str:
+        """The device generation: ``"GAUDI"``, ``"GAUDI2"`` or ``"GAUDI3"``."""
+
+    @abstractmethod
+    def torch_device(self) -> torch.device:
+        """The torch device that tensors of this process live on."""
+
+    @abstractmethod
+    def set_device(self, local_rank: int) -> None:
+        """Bind this process to the HPU of the given local rank."""
+
+    # --- execution -------------------------------------------------------------------------
+    @abstractmethod
+    def is_lazy(self) -> bool:
+        """Whether ops are accumulated into graphs flushed by ``mark_step`` (``PT_HPU_LAZY_MODE``)."""
+
+    @abstractmethod
+    def mark_step(self) -> None:
+        """Flush the accumulated graph (no-op in eager mode)."""
+
+    @abstractmethod
+    def synchronize(self) -> None:
+        """Wait for the device to finish all queued work."""
+
+    # --- memory ----------------------------------------------------------------------------
+    @abstractmethod
+    def memory_stats(self) -> dict[str, int]:
+        """Device memory statistics with the bridge's keys (:data:`MEMORY_STAT_KEYS`)."""
+
+    @abstractmethod
+    def reset_peak_memory_stats(self) -> None:
+        """Reset ``MaxInUse`` to the current use."""
+
+    # --- precision -------------------------------------------------------------------------
+    @property
+    @abstractmethod
+    def autocast_device_type(self) -> str:
+        """The ``device_type`` to give ``torch.autocast``."""
+
+    def supports_fp16(self) -> bool:
+        """fp16 needs Gaudi2 or later."""
+        return generation_rank(self.device_name()) >= 2
+
+    def supports_fp8(self) -> bool:
+        """fp8 needs Gaudi2 or later."""
+        return generation_rank(self.device_name()) >= 2
+
+    # --- distributed -----------------------------------------------------------------------
+    @property
+    @abstractmethod
+    def process_group_backend(self) -> str:
+        """The ``torch.distributed`` backend name: ``"hccl"`` on a Gaudi."""
+
+    @abstractmethod
+    def initialize_distributed(self, world_size: int, rank: int, local_rank: int) -> None:
+        """Prepare the process for collectives before the process group is created."""
+
+    supported_reduce_ops: frozenset[Any] = HCCL_REDUCE_OPS

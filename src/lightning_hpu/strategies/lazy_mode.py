@@ -1,0 +1,117 @@
+"""Where ``mark_step`` goes, written once for every HPU strategy (Trainer and Fabric).
+
+In lazy mode the HPU accumulates ops into a graph and runs it at ``mark_step``. The strategies mark a step after
+each backward (the graph of forward + backward runs while the host prepares the optimizer step), after each
+optimizer step, and before and after each evaluation step. With ``pipeline_forward_backward`` they also mark one
+between forward and backward, so the device runs the forward while the host builds the backward (optimum-habana's
+``pipelining_fwd_bwd``; it costs device memory). Mix these classes in before the Lightning strategy they extend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from lightning.fabric.plugins.io.checkpoint_io import CheckpointIO
+from lightning.fabric.strategies.strategy import Strategy as FabricStrategy
+from lightning.fabric.utilities.types import Optimizable
+from lightning.pytorch.strategies.strategy import Strategy
+from lightning.pytorch.utilities.types import STEP_OUTPUT
+from torch import Tensor
+from torch.nn import Module
+from torch.optim import Optimizer
+from typing_extensions import override
+
+from lightning_hpu.plugins.checkpoint_io import HPUCheckpointIO
+from lightning_hpu.runtime import require_backend
+
+
+def mark_step() -> None:
+    """Flush the lazy graph of the active backend (a no-op in eager mode)."""
+    require_backend().mark_step()
+
+
+class HPUStrategyHooks(Strategy):
+    """Trainer strategy mixin: ``mark_step`` placement and :class:`HPUCheckpointIO` by default."""
+
+    #: Mark a step between forward and backward as well (more overlap, more device memory).
+    pipeline_forward_backward: bool = False
+
+    @property
+    @override
+    def checkpoint_io(self) -> CheckpointIO:
+        if self._checkpoint_io is None:
+            self._checkpoint_io = HPUCheckpointIO()
+        return self._checkpoint_io
+
+    @checkpoint_io.setter
+    def checkpoint_io(self, io: CheckpointIO | None) -> None:
+        self._checkpoint_io = io
+
+    @override
+    def training_step(self, *args: Any, **kwargs: Any) -> STEP_OUTPUT:
+        output = super().training_step(*args, **kwargs)
+        if self.pipeline_forward_backward:
+            mark_step()
+        return output
+
+    @override
+    def backward(self, closure_loss: Tensor, optimizer: Optimizer | None, *args: Any, **kwargs: Any) -> Tensor:
+        loss = super().backward(closure_loss, optimizer, *args, **kwargs)
+        mark_step()
+        return loss
+
+    @override
+    def optimizer_step(
+        self, optimizer: Optimizer, closure: Callable[[], Any], model: Module | None = None, **kwargs: Any
+    ) -> Any:
+        output = super().optimizer_step(optimizer, closure, model, **kwargs)
+        mark_step()
+        return output
+
+    @override
+    def validation_step(self, *args: Any, **kwargs: Any) -> STEP_OUTPUT:
+        mark_step()
+        output = super().validation_step(*args, **kwargs)
+        mark_step()
+        return output
+
+    @override
+    def test_step(self, *args: Any, **kwargs: Any) -> STEP_OUTPUT:
+        mark_step()
+        output = super().test_step(*args, **kwargs)
+        mark_step()
+        return output
+
+    @override
+    def predict_step(self, *args: Any, **kwargs: Any) -> Any:
+        mark_step()
+        output = super().predict_step(*args, **kwargs)
+        mark_step()
+        return output
+
+
+class FabricHPUStrategyHooks(FabricStrategy):
+    """Fabric strategy mixin: ``mark_step`` after backward and optimizer step, :class:`HPUCheckpointIO`."""
+
+    @property
+    @override
+    def checkpoint_io(self) -> CheckpointIO:
+        if self._checkpoint_io is None:
+            self._checkpoint_io = HPUCheckpointIO()
+        return self._checkpoint_io
+
+    @checkpoint_io.setter
+    def checkpoint_io(self, io: CheckpointIO | None) -> None:
+        self._checkpoint_io = io
+
+    @override
+    def backward(self, tensor: Tensor, module: Module | None, *args: Any, **kwargs: Any) -> None:
+        super().backward(tensor, module, *args, **kwargs)
+        mark_step()
+
+    @override
+    def optimizer_step(self, optimizer: Optimizable, **kwargs: Any) -> Any:
+        output = super().optimizer_step(optimizer, **kwargs)
+        mark_step()
+        return output

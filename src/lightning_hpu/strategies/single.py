@@ -1,0 +1,48 @@
+"""Training on one HPU."""
+
+from __future__ import annotations
+
+import torch
+from lightning.fabric.plugins import CheckpointIO
+from lightning.fabric.utilities.types import _DEVICE
+from lightning.pytorch.accelerators.accelerator import Accelerator
+from lightning.pytorch.plugins.precision import Precision
+from lightning.pytorch.strategies import SingleDeviceStrategy
+from lightning.pytorch.strategies.strategy import _StrategyRegistry
+from typing_extensions import override
+
+from lightning_hpu.runtime import require_backend
+from lightning_hpu.strategies.lazy_mode import HPUStrategyHooks
+
+
+class SingleHPUStrategy(HPUStrategyHooks, SingleDeviceStrategy):
+    """One process, one HPU (``strategy="hpu_single"``).
+
+    Args:
+        device: the device to train on; the HPU of this process by default.
+        pipeline_forward_backward: also mark a step between forward and backward (Gaudi2: faster when the host is
+            the bottleneck; uses more device memory).
+    """
+
+    strategy_name = "hpu_single"
+
+    def __init__(
+        self,
+        device: _DEVICE | None = None,
+        accelerator: Accelerator | None = None,
+        checkpoint_io: CheckpointIO | None = None,
+        precision_plugin: Precision | None = None,
+        pipeline_forward_backward: bool = False,
+    ) -> None:
+        super().__init__(
+            device=torch.device(device) if device is not None else require_backend().torch_device(),
+            accelerator=accelerator,
+            checkpoint_io=checkpoint_io,
+            precision_plugin=precision_plugin,
+        )
+        self.pipeline_forward_backward = pipeline_forward_backward
+
+    @classmethod
+    @override
+    def register_strategies(cls, strategy_registry: _StrategyRegistry) -> None:
+        strategy_registry.register(cls.strategy_name, cls, description=f"{cls.__name__}: training on one HPU")

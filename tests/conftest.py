@@ -1,0 +1,66 @@
+"""Test setup: every test runs on the CPU stand-in unless it says otherwise, with a fresh backend."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+# Set before anything imports the package, and inherited by every process a test starts.
+os.environ.setdefault("LIGHTNING_HPU_BACKEND", "cpu")
+
+from lightning_hpu.runtime import get_backend, reset_backend  # noqa: E402
+from lightning_hpu.runtime import settings  # noqa: E402
+
+_BACKEND_VARIABLES = (
+    settings.BACKEND_ENV,
+    settings.CPU_DEVICES_ENV,
+    settings.CPU_DEVICE_NAME_ENV,
+    settings.LAZY_MODE_ENV,
+)
+
+
+def _bridge_present() -> bool:
+    from lightning_hpu.runtime import bridge_installed
+
+    return bridge_installed() and os.environ.get(settings.BACKEND_ENV) == "hpu"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _bridge_present():
+        return
+    skip = pytest.mark.skip(reason="needs a Gaudi: run with LIGHTNING_HPU_BACKEND=hpu on a Gaudi machine")
+    for item in items:
+        if "gaudi" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test starts from the session's environment and a backend created anew from it."""
+    for name in _BACKEND_VARIABLES:
+        if name in os.environ:
+            monkeypatch.setenv(name, os.environ[name])
+    reset_backend()
+    yield
+    reset_backend()
+
+
+@pytest.fixture
+def standin(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """The CPU stand-in backend, freshly created (lazy mode, one GAUDI2)."""
+    monkeypatch.setenv(settings.BACKEND_ENV, "cpu")
+    monkeypatch.delenv(settings.CPU_DEVICES_ENV, raising=False)
+    monkeypatch.delenv(settings.CPU_DEVICE_NAME_ENV, raising=False)
+    monkeypatch.delenv(settings.LAZY_MODE_ENV, raising=False)
+    reset_backend()
+    return get_backend()
+
+
+@pytest.fixture
+def no_hpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A machine without Gaudi and without the stand-in variable."""
+    monkeypatch.delenv(settings.BACKEND_ENV, raising=False)
+    monkeypatch.setattr("lightning_hpu.runtime.bridge_installed", lambda: False)
+    reset_backend()

@@ -1,0 +1,2 @@
+from . import core as core
+from . import hpu as hpu

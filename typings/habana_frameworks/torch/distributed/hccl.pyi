@@ -1,0 +1,6 @@
+# habana_frameworks.torch.distributed.hccl (reference section 5)
+from typing import Optional
+
+def initialize_distributed_hpu(
+    world_size: Optional[int] = ..., rank: Optional[int] = ..., local_rank: Optional[int] = ...
+) -> tuple[int, int, int]: ...

@@ -67,14 +67,20 @@ def test_hpu_without_gaudi_or_stand_in_fails_with_one_sentence(no_hpu: None) -> 
 
 @pytest.mark.parametrize(
     ("devices", "message"),
-    [(0, r"`devices=0` is not valid for HPUAccelerator"), ("cuda:0", "`devices='cuda:0'` is not valid"), (2, "LIGHTNING_HPU_CPU_DEVICES=2")],
+    [
+        (0, r"`devices=0` is not valid for HPUAccelerator"),
+        ("cuda:0", "`devices='cuda:0'` is not valid"),
+        (2, "LIGHTNING_HPU_CPU_DEVICES=2"),
+    ],
 )
 def test_bad_devices_fail_clearly(devices: Any, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         _trainer(accelerator="hpu", devices=devices)
 
 
-@pytest.mark.parametrize(("precision", "expected"), [("bf16-mixed", "bf16-mixed"), ("bf16", "bf16-mixed"), ("32", "32-true")])
+@pytest.mark.parametrize(
+    ("precision", "expected"), [("bf16-mixed", "bf16-mixed"), ("bf16", "bf16-mixed"), ("32", "32-true")]
+)
 def test_precision_strings_map_to_the_hpu_plugin(precision: str, expected: str) -> None:
     trainer = _trainer(accelerator="hpu", precision=precision)
     assert isinstance(trainer.precision_plugin, HPUPrecisionPlugin)

@@ -51,7 +51,11 @@ def _deltas(events: list[tuple[str, int]]) -> list[tuple[str, int]]:
 def test_mark_step_after_backward_and_after_optimizer_step(standin: CPUStandInBackend, tmp_path: Any) -> None:
     probe = MarkStepProbe(standin)
     trainer = Trainer(
-        accelerator=HPUAccelerator(), max_steps=2, limit_val_batches=0, callbacks=[probe], **quiet_trainer_kwargs(tmp_path)
+        accelerator=HPUAccelerator(),
+        max_steps=2,
+        limit_val_batches=0,
+        callbacks=[probe],
+        **quiet_trainer_kwargs(tmp_path),
     )
     trainer.fit(RegressionModel())
     assert _deltas(probe.events) == [
@@ -170,6 +174,6 @@ def test_checkpoint_resume_gives_identical_weights(tmp_path: Any) -> None:
     Trainer(accelerator="hpu", max_epochs=2, **run, **quiet_trainer_kwargs(tmp_path / "c")).fit(
         resumed, ckpt_path=str(path)
     )
-    for expected, actual in zip(_weights(straight), _weights(resumed)):
+    for expected, actual in zip(_weights(straight), _weights(resumed), strict=True):
         torch.testing.assert_close(actual, expected, rtol=0, atol=0)
-    assert not all(torch.equal(a, b) for a, b in zip(_weights(first), _weights(resumed)))
+    assert not all(torch.equal(a, b) for a, b in zip(_weights(first), _weights(resumed), strict=True))

@@ -67,3 +67,29 @@ def test_names_are_registered_for_trainer_and_fabric() -> None:
     assert "hpu" in ACCELERATOR_REGISTRY
     assert "hpu_single" in StrategyRegistry
     assert "hpu_single" in STRATEGY_REGISTRY
+
+
+def test_device_stats_monitor_logs_hpu_memory(tmp_path: object) -> None:
+    from lightning.pytorch import Trainer
+    from lightning.pytorch.callbacks import DeviceStatsMonitor
+    from lightning.pytorch.loggers import CSVLogger
+
+    from .helpers import RegressionModel
+
+    logger = CSVLogger(str(tmp_path))
+    trainer = Trainer(
+        accelerator="hpu",
+        max_steps=2,
+        limit_val_batches=0,
+        log_every_n_steps=1,
+        callbacks=[DeviceStatsMonitor()],
+        logger=logger,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    trainer.fit(RegressionModel())
+    header = (logger.log_dir + "/metrics.csv").replace("//", "/")
+    with open(header) as metrics:
+        columns = metrics.readline().strip().split(",")
+    assert any(column.endswith("MaxInUse") for column in columns), columns
+    assert any(column.endswith("Limit") for column in columns), columns

@@ -47,7 +47,7 @@ def load_fp8_config(config: str | Path | Any, expected_mode: str) -> Any:
         )
     if not getattr(config, expected_mode.lower()):
         raise ValueError(
-            f"`config` is not a {expected_mode} config; set \"mode\": \"{expected_mode}\" in it for this step."
+            f'`config` is not a {expected_mode} config; set "mode": "{expected_mode}" in it for this step.'
         )
     return config
 

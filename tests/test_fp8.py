@@ -211,6 +211,7 @@ def test_bad_recipe_is_refused(engine: types.SimpleNamespace, recipe: Any, error
 class Classifier(LightningModule):
     def __init__(self) -> None:
         super().__init__()
+        torch.manual_seed(0)
         self.net = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 1))
         self.losses: list[float] = []
 

@@ -37,8 +37,9 @@ def _data(batch_size: int = 16) -> DataLoader:
 class Regression(LightningModule):
     """A tiny regressor that records the dtype its forward ran in and its losses."""
 
-    def __init__(self, lr: float = 0.05) -> None:
+    def __init__(self, lr: float = 0.05, seed: int = 0) -> None:
         super().__init__()
+        torch.manual_seed(seed)
         self.net = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 1))
         self.lr = lr
         self.forward_dtypes: set[torch.dtype] = set()
@@ -146,8 +147,8 @@ def test_clip_by_norm_uses_fused_clip_under_accumulation(
 
 
 class ManualRegression(Regression):
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, seed: int = 0) -> None:
+        super().__init__(lr=0.2, seed=seed)
         self.automatic_optimization = False
 
     def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:  # type: ignore[override]
@@ -169,5 +170,6 @@ def test_manual_optimization_with_bf16_and_fused_clip(
     trainer.fit(model, _data())
     assert model.forward_dtypes == {torch.bfloat16}
     assert len(calls) == 12
+    assert any(before > bound for before, _, bound in calls)
     assert all(after <= bound * 1.01 for _, after, bound in calls)
     assert sum(model.losses[-4:]) < 0.8 * sum(model.losses[:4])

@@ -173,3 +173,10 @@ def test_manual_optimization_with_bf16_and_fused_clip(
     assert any(before > bound for before, _, bound in calls)
     assert all(after <= bound * 1.01 for _, after, bound in calls)
     assert sum(model.losses[-4:]) < 0.8 * sum(model.losses[:4])
+
+
+def test_unsupported_precision_names_the_choices(standin: Any) -> None:
+    with pytest.raises(
+        ValueError, match=r"`precision='64-true'` is not supported on HPU: use one of 32-true, bf16-mixed"
+    ):
+        Trainer(accelerator="hpu", devices=1, precision="64-true", logger=False)

@@ -48,7 +48,8 @@ def normalize_precision(precision: Any) -> str:
     name = PRECISION_ALIASES.get(str(precision), str(precision))
     if name not in _DTYPES:
         raise ValueError(
-            f"`precision={precision!r}` is not supported on HPU: use one of {', '.join(get_args(HPUPrecisionInput))}."
+            f"`precision={precision!r}` is not supported on HPU: use one of {', '.join(get_args(HPUPrecisionInput))}"
+            " (fp8 with the Trainer: `plugins=[HPUPrecisionPlugin('fp8')]`)."
         )
     return name
 
@@ -98,17 +99,20 @@ class HPUPrecision(Precision):
             raise TypeError("`fp8_layer_filter` must be a function `(name, layer) -> bool`.")
         if self._dtype == torch.float16:
             check_fp16_supported()
-        self._engine: ModuleType | None = None
         self.fp8_recipe: Any = None
         self._fp8_layer_filter = fp8_layer_filter
         #: Qualified names of the layers that run in fp8, filled by :meth:`convert_module`.
         self.fp8_layers: list[str] = []
         if name == "fp8":
             check_fp8_supported()
-            self._engine = require_backend().transformer_engine()
-            self.fp8_recipe = make_recipe(self._engine, fp8_recipe)
+            self.fp8_recipe = make_recipe(self._engine(), fp8_recipe)
         #: The op-list files written for the bridge, by environment variable.
         self.autocast_op_list_files = set_autocast_op_lists(autocast_lower_precision_ops, autocast_fp32_ops)
+
+    @staticmethod
+    def _engine() -> ModuleType:
+        """The Transformer Engine, asked of the backend each time so the plugin stays picklable."""
+        return require_backend().transformer_engine()
 
     @property
     def is_mixed(self) -> bool:
@@ -129,17 +133,16 @@ class HPUPrecision(Precision):
 
     @override
     def convert_module(self, module: Module) -> Module:
-        if self._engine is not None:
+        if self.precision == "fp8":
             return self._convert_to_fp8(module)
         return module.to(dtype=self._dtype) if self.is_true_half else module
 
     def _convert_to_fp8(self, module: Module) -> Module:
         """Swap the selected ``nn.Linear`` layers in place for the engine's, keeping their parameters."""
-        assert self._engine is not None
-        engine_linear = self._engine.Linear
+        engine = self._engine()
         device = require_backend().torch_device()
-        module, _ = replace_linear_layers(module, self._engine, device, self._fp8_layer_filter)
-        self.fp8_layers = [name for name, layer in module.named_modules() if isinstance(layer, engine_linear)]
+        module, _ = replace_linear_layers(module, engine, device, self._fp8_layer_filter)
+        self.fp8_layers = [name for name, layer in module.named_modules() if isinstance(layer, engine.Linear)]
         if not self.fp8_layers:
             rank_zero_warn(
                 f"precision='fp8' found no nn.Linear layer to run in fp8 in {type(module).__name__}"
@@ -157,7 +160,7 @@ class HPUPrecision(Precision):
 
     @override
     def forward_context(self) -> AbstractContextManager:
-        if self._engine is not None:
+        if self.precision == "fp8":
             return self._fp8_context()
         if self.is_mixed:
             return self.autocast_context_manager()
@@ -167,10 +170,9 @@ class HPUPrecision(Precision):
 
     @contextmanager
     def _fp8_context(self) -> Generator[None, None, None]:
-        assert self._engine is not None
         with ExitStack() as stack:
             stack.enter_context(self.autocast_context_manager())
-            stack.enter_context(self._engine.fp8_autocast(enabled=True, fp8_recipe=self.fp8_recipe))
+            stack.enter_context(self._engine().fp8_autocast(enabled=True, fp8_recipe=self.fp8_recipe))
             yield
 
     @contextmanager

@@ -6,9 +6,13 @@ the CPU stand-in.
 """
 
 from lightning_hpu.accelerator import HPUAccelerator
+from lightning_hpu.autocast_ops import set_autocast_op_lists
+from lightning_hpu.fabric.precision import HPUPrecision
+from lightning_hpu.fp8 import fp8_finish_measurement, fp8_measure, fp8_quantize
+from lightning_hpu.optimizers import clip_grad_norm, fused_adamw, fused_sgd
 from lightning_hpu.plugins import HPUCheckpointIO, HPUPrecisionPlugin
 from lightning_hpu.registration import register_all
-from lightning_hpu.runtime import HPUNotAvailableError, get_backend
+from lightning_hpu.runtime import HPUFeatureUnavailableError, HPUNotAvailableError, get_backend
 from lightning_hpu.strategies import SingleHPUStrategy, mark_step
 
 __version__ = "0.1.0"
@@ -16,12 +20,21 @@ __version__ = "0.1.0"
 __all__ = [
     "HPUAccelerator",
     "HPUCheckpointIO",
+    "HPUFeatureUnavailableError",
     "HPUNotAvailableError",
+    "HPUPrecision",
     "HPUPrecisionPlugin",
     "SingleHPUStrategy",
     "__version__",
+    "clip_grad_norm",
+    "fp8_finish_measurement",
+    "fp8_measure",
+    "fp8_quantize",
+    "fused_adamw",
+    "fused_sgd",
     "get_backend",
     "mark_step",
+    "set_autocast_op_lists",
 ]
 
 register_all()

@@ -1,37 +1,45 @@
 """HPU precision for Lightning Fabric; the Trainer's :class:`~lightning_hpu.HPUPrecisionPlugin` extends it.
 
 Mixed precision is ``torch.autocast`` on the backend's device type (``hpu`` on a Gaudi, ``cpu`` on the stand-in,
-so bf16 really runs in bf16 in tests). True half precision converts the module and its inputs. fp16 needs
-Gaudi2 or later.
+so bf16 really runs in bf16 in tests). True half precision converts the module and its inputs. ``"fp8"`` swaps
+``nn.Linear`` layers for the Transformer Engine's and runs the forward under bf16 autocast and the engine's fp8
+autocast. fp16 and fp8 need Gaudi2 or later.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Generator, Mapping, Sequence
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
+from types import ModuleType
 from typing import Any, Literal, get_args
 
 import torch
 from lightning.fabric.plugins.precision.precision import Precision
 from lightning.fabric.plugins.precision.utils import _convert_fp_tensor, _DtypeContextManager
 from lightning.fabric.utilities.apply_func import apply_to_collection
+from lightning.fabric.utilities.rank_zero import rank_zero_warn
 from torch import Tensor
 from torch.nn import Module
 from typing_extensions import override
 
+from lightning_hpu.autocast_ops import set_autocast_op_lists
+from lightning_hpu.device_rules import check_fp8_supported, check_fp16_supported
+from lightning_hpu.fp8.engine import LayerFilter, make_recipe, replace_linear_layers
 from lightning_hpu.runtime import require_backend
 
-HPUPrecisionInput = Literal["32-true", "bf16-mixed", "16-mixed", "bf16-true", "16-true"]
+HPUPrecisionInput = Literal["32-true", "bf16-mixed", "16-mixed", "bf16-true", "16-true", "fp8"]
 
 #: Lightning's short spellings, mapped to the full names.
 PRECISION_ALIASES: dict[str, str] = {"32": "32-true", "bf16": "bf16-mixed", "16": "16-mixed"}
 
+#: The low-precision dtype of each precision; under ``"fp8"`` the ops outside the engine's layers run in bf16.
 _DTYPES = {
     "32-true": torch.float32,
     "bf16-mixed": torch.bfloat16,
     "16-mixed": torch.float16,
     "bf16-true": torch.bfloat16,
     "16-true": torch.float16,
+    "fp8": torch.bfloat16,
 }
 
 
@@ -40,33 +48,80 @@ def normalize_precision(precision: Any) -> str:
     name = PRECISION_ALIASES.get(str(precision), str(precision))
     if name not in _DTYPES:
         raise ValueError(
-            f"`precision={precision!r}` is not supported on HPU: use one of {', '.join(get_args(HPUPrecisionInput))}."
+            f"`precision={precision!r}` is not supported on HPU: use one of {', '.join(get_args(HPUPrecisionInput))}"
+            " (fp8 with the Trainer: `plugins=[HPUPrecisionPlugin('fp8')]`)."
         )
     return name
 
 
-def check_device_supports(dtype: torch.dtype) -> None:
-    """Refuse fp16 on a first-generation Gaudi, which has no fp16 support."""
-    backend = require_backend()
-    if dtype == torch.float16 and not backend.supports_fp16():
-        raise ValueError(
-            f"fp16 precision needs Gaudi2 or later, but this device is {backend.device_name()};"
-            " use precision='bf16-mixed' instead."
-        )
-
-
 class HPUPrecision(Precision):
-    """Precision plugin for HPU: ``"32-true"``, ``"bf16-mixed"``, ``"16-mixed"``, ``"bf16-true"``, ``"16-true"``."""
+    """Precision on HPU: ``"32-true"``, ``"bf16-mixed"``, ``"16-mixed"``, ``"bf16-true"``, ``"16-true"``, ``"fp8"``.
 
-    def __init__(self, precision: HPUPrecisionInput | str = "32-true") -> None:
+    Args:
+        precision: the precision name (also Lightning's aliases ``"32"``, ``"bf16"``, ``"16"``). fp16 and fp8 need
+            Gaudi2 or later; fp8 needs the Intel Gaudi Transformer Engine.
+        autocast_lower_precision_ops: aten ops autocast runs in bf16/fp16, replacing the bridge's list (mixed
+            precisions and fp8 only; must be set before the bridge is imported).
+        autocast_fp32_ops: aten ops autocast runs in fp32, replacing the bridge's list (same rules).
+        fp8_recipe: fp8 only: the engine's ``DelayedScaling`` recipe, or a dict of its arguments
+            (``{"margin": 0, "interval": 1, "fp8_format": "HYBRID"}``); the engine's default when ``None``.
+        fp8_layer_filter: fp8 only: ``(qualified_name, layer) -> bool`` choosing which ``nn.Linear`` layers run in
+            fp8; all of them when ``None``.
+    """
+
+    def __init__(
+        self,
+        precision: HPUPrecisionInput | str = "32-true",
+        *,
+        autocast_lower_precision_ops: Sequence[str] | None = None,
+        autocast_fp32_ops: Sequence[str] | None = None,
+        fp8_recipe: Any | Mapping[str, Any] | None = None,
+        fp8_layer_filter: LayerFilter | None = None,
+    ) -> None:
         name = normalize_precision(precision)
         self.precision = name  # type: ignore[assignment]
         self._dtype = _DTYPES[name]
-        check_device_supports(self._dtype)
+        if name != "fp8":
+            for argument, value in (("fp8_recipe", fp8_recipe), ("fp8_layer_filter", fp8_layer_filter)):
+                if value is not None:
+                    raise ValueError(f"`{argument}` applies to precision='fp8' only, but precision={name!r}.")
+        if not self.uses_autocast:
+            for argument, ops in (
+                ("autocast_lower_precision_ops", autocast_lower_precision_ops),
+                ("autocast_fp32_ops", autocast_fp32_ops),
+            ):
+                if ops is not None:
+                    raise ValueError(
+                        f"`{argument}` needs autocast, but precision={name!r} does not use it;"
+                        " use 'bf16-mixed', '16-mixed' or 'fp8'."
+                    )
+        if fp8_layer_filter is not None and not callable(fp8_layer_filter):
+            raise TypeError("`fp8_layer_filter` must be a function `(name, layer) -> bool`.")
+        if self._dtype == torch.float16:
+            check_fp16_supported()
+        self.fp8_recipe: Any = None
+        self._fp8_layer_filter = fp8_layer_filter
+        #: Qualified names of the layers that run in fp8, filled by :meth:`convert_module`.
+        self.fp8_layers: list[str] = []
+        if name == "fp8":
+            check_fp8_supported()
+            self.fp8_recipe = make_recipe(self._engine(), fp8_recipe)
+        #: The op-list files written for the bridge, by environment variable.
+        self.autocast_op_list_files = set_autocast_op_lists(autocast_lower_precision_ops, autocast_fp32_ops)
+
+    @staticmethod
+    def _engine() -> ModuleType:
+        """The Transformer Engine, asked of the backend each time so the plugin stays picklable."""
+        return require_backend().transformer_engine()
 
     @property
     def is_mixed(self) -> bool:
         return self.precision.endswith("-mixed")
+
+    @property
+    def uses_autocast(self) -> bool:
+        """Whether the forward runs under ``torch.autocast`` (mixed precisions and fp8)."""
+        return self.is_mixed or self.precision == "fp8"
 
     @property
     def is_true_half(self) -> bool:
@@ -78,7 +133,22 @@ class HPUPrecision(Precision):
 
     @override
     def convert_module(self, module: Module) -> Module:
+        if self.precision == "fp8":
+            return self._convert_to_fp8(module)
         return module.to(dtype=self._dtype) if self.is_true_half else module
+
+    def _convert_to_fp8(self, module: Module) -> Module:
+        """Swap the selected ``nn.Linear`` layers in place for the engine's, keeping their parameters."""
+        engine = self._engine()
+        device = require_backend().torch_device()
+        module, _ = replace_linear_layers(module, engine, device, self._fp8_layer_filter)
+        self.fp8_layers = [name for name, layer in module.named_modules() if isinstance(layer, engine.Linear)]
+        if not self.fp8_layers:
+            rank_zero_warn(
+                f"precision='fp8' found no nn.Linear layer to run in fp8 in {type(module).__name__}"
+                " (check `fp8_layer_filter`); the model runs in bf16 autocast only."
+            )
+        return module
 
     @override
     def tensor_init_context(self) -> AbstractContextManager:
@@ -90,11 +160,20 @@ class HPUPrecision(Precision):
 
     @override
     def forward_context(self) -> AbstractContextManager:
+        if self.precision == "fp8":
+            return self._fp8_context()
         if self.is_mixed:
             return self.autocast_context_manager()
         if self.is_true_half:
             return self._default_dtype_context()
         return nullcontext()
+
+    @contextmanager
+    def _fp8_context(self) -> Generator[None, None, None]:
+        with ExitStack() as stack:
+            stack.enter_context(self.autocast_context_manager())
+            stack.enter_context(self._engine().fp8_autocast(enabled=True, fp8_recipe=self.fp8_recipe))
+            yield
 
     @contextmanager
     def _default_dtype_context(self) -> Generator[None, None, None]:

@@ -2,25 +2,56 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 from lightning.pytorch.plugins.precision.precision import Precision
+from torch.optim import Optimizer
 from typing_extensions import override
 
 from lightning_hpu.fabric.precision import HPUPrecision, HPUPrecisionInput
+from lightning_hpu.fp8.engine import LayerFilter
+from lightning_hpu.optimizers import clip_grad_norm
 
 
 class HPUPrecisionPlugin(Precision, HPUPrecision):
     """Precision on HPU for the Trainer: ``Trainer(precision=...)`` maps here when the accelerator is HPU.
 
+    Pass it as ``plugins=[HPUPrecisionPlugin(...)]`` for ``"fp8"`` (Lightning's ``precision=`` does not know that
+    name) or to give op lists or an fp8 recipe. Clipping by norm (``gradient_clip_val`` with the default
+    ``gradient_clip_algorithm="norm"``) uses the device's fused clip (``FusedClipNorm`` on a Gaudi).
+
     Args:
-        precision: ``"32-true"``, ``"bf16-mixed"``, ``"16-mixed"``, ``"bf16-true"`` or ``"16-true"`` (also the
-            aliases ``"32"``, ``"bf16"``, ``"16"``). fp16 needs Gaudi2 or later.
+        precision: ``"32-true"``, ``"bf16-mixed"``, ``"16-mixed"``, ``"bf16-true"``, ``"16-true"`` or ``"fp8"``
+            (also the aliases ``"32"``, ``"bf16"``, ``"16"``). fp16 and fp8 need Gaudi2 or later.
+        autocast_lower_precision_ops: aten ops autocast runs in bf16/fp16, replacing the bridge's list.
+        autocast_fp32_ops: aten ops autocast runs in fp32, replacing the bridge's list.
+        fp8_recipe: fp8 only: a ``DelayedScaling`` recipe or a dict of its arguments.
+        fp8_layer_filter: fp8 only: ``(qualified_name, layer) -> bool`` choosing the ``nn.Linear`` layers run in fp8.
     """
 
-    def __init__(self, precision: HPUPrecisionInput | str = "32-true") -> None:
-        HPUPrecision.__init__(self, precision)
+    def __init__(
+        self,
+        precision: HPUPrecisionInput | str = "32-true",
+        *,
+        autocast_lower_precision_ops: Sequence[str] | None = None,
+        autocast_fp32_ops: Sequence[str] | None = None,
+        fp8_recipe: Any | Mapping[str, Any] | None = None,
+        fp8_layer_filter: LayerFilter | None = None,
+    ) -> None:
+        HPUPrecision.__init__(
+            self,
+            precision,
+            autocast_lower_precision_ops=autocast_lower_precision_ops,
+            autocast_fp32_ops=autocast_fp32_ops,
+            fp8_recipe=fp8_recipe,
+            fp8_layer_filter=fp8_layer_filter,
+        )
+
+    @override
+    def clip_grad_by_norm(self, optimizer: Optimizer, clip_val: int | float) -> None:
+        clip_grad_norm(self.main_params(optimizer), float(clip_val))
 
     @override
     @contextmanager

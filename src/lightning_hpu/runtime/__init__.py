@@ -15,6 +15,7 @@ from lightning_hpu.runtime.base import (
     HCCL_REDUCE_OPS,
     MEMORY_STAT_KEYS,
     HPUBackend,
+    HPUFeatureUnavailableError,
     HPUNotAvailableError,
     generation_rank,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "HCCL_REDUCE_OPS",
     "MEMORY_STAT_KEYS",
     "HPUBackend",
+    "HPUFeatureUnavailableError",
     "HPUNotAvailableError",
     "bridge_installed",
     "generation_rank",

@@ -7,10 +7,13 @@ The rest of the package never imports ``habana_frameworks``; it asks the active 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from types import ModuleType
 from typing import Any
 
 import torch
 from torch.distributed import ReduceOp
+from torch.optim import Optimizer
 
 #: Generations of Gaudi as reported by the bridge's ``get_device_name``.
 GAUDI_GENERATIONS: tuple[str, ...] = ("GAUDI", "GAUDI2", "GAUDI3")
@@ -35,6 +38,10 @@ HCCL_REDUCE_OPS: frozenset[Any] = frozenset({ReduceOp.SUM, ReduceOp.MIN, ReduceO
 
 class HPUNotAvailableError(RuntimeError):
     """Raised when HPU was asked for but neither a Gaudi nor the CPU stand-in is there."""
+
+
+class HPUFeatureUnavailableError(RuntimeError):
+    """Raised when a feature needs a package of the Gaudi software stack (e.g. the fp8 engine) that is missing."""
 
 
 def generation_rank(device_name: str) -> int:
@@ -123,3 +130,37 @@ class HPUBackend(ABC):
         """Prepare the process for collectives before the process group is created."""
 
     supported_reduce_ops: frozenset[Any] = HCCL_REDUCE_OPS
+
+    # --- fused optimizers, clipping, fp8 engine ----------------------------------------------
+    @abstractmethod
+    def fused_adamw(
+        self,
+        params: Iterable[Any],
+        *,
+        lr: float,
+        betas: tuple[float, float],
+        eps: float,
+        weight_decay: float,
+    ) -> Optimizer:
+        """AdamW with every hyperparameter given (Habana's ``FusedAdamW`` on a Gaudi)."""
+
+    @abstractmethod
+    def fused_sgd(
+        self,
+        params: Iterable[Any],
+        *,
+        lr: float,
+        momentum: float,
+        weight_decay: float,
+        dampening: float,
+        nesterov: bool,
+    ) -> Optimizer:
+        """SGD with every hyperparameter given (Habana's ``FusedSGD`` on a Gaudi)."""
+
+    @abstractmethod
+    def clip_grad_norm(self, parameters: Iterable[torch.Tensor], max_norm: float) -> torch.Tensor:
+        """Scale the gradients in place so their total 2-norm is at most ``max_norm``; return the norm before."""
+
+    @abstractmethod
+    def transformer_engine(self) -> ModuleType:
+        """The fp8 Transformer Engine module (``Linear``, ``fp8_autocast``, ``recipe``), or a clear error."""

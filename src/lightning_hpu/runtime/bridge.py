@@ -7,13 +7,19 @@ backend has been chosen (see :func:`lightning_hpu.runtime.get_backend`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import habana_frameworks.torch.core as htcore
 import habana_frameworks.torch.hpu as hthpu
 import torch
+from torch.optim import Optimizer
 
-from lightning_hpu.runtime.base import MEMORY_STAT_KEYS, HPUBackend
+from lightning_hpu.runtime.base import MEMORY_STAT_KEYS, HPUBackend, HPUFeatureUnavailableError
+
+if TYPE_CHECKING:
+    from habana_frameworks.torch.hpex.normalization import FusedClipNorm
 
 
 class BridgeBackend(HPUBackend):
@@ -23,6 +29,8 @@ class BridgeBackend(HPUBackend):
 
     def __init__(self) -> None:
         self._device_name: str | None = None
+        # FusedClipNorm allocates its bound on the device, so one is kept per bound.
+        self._clip_norms: dict[float, FusedClipNorm] = {}
 
     def is_available(self) -> bool:
         return hthpu.is_available()
@@ -77,6 +85,55 @@ class BridgeBackend(HPUBackend):
 
         # Registers the "hccl" c10d backend and binds HLS_MODULE_ID to this local rank.
         initialize_distributed_hpu(world_size=world_size, rank=rank, local_rank=local_rank)
+
+    def fused_adamw(
+        self,
+        params: Iterable[Any],
+        *,
+        lr: float,
+        betas: tuple[float, float],
+        eps: float,
+        weight_decay: float,
+    ) -> Optimizer:
+        from habana_frameworks.torch.hpex.optimizers import FusedAdamW
+
+        return FusedAdamW(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+
+    def fused_sgd(
+        self,
+        params: Iterable[Any],
+        *,
+        lr: float,
+        momentum: float,
+        weight_decay: float,
+        dampening: float,
+        nesterov: bool,
+    ) -> Optimizer:
+        from habana_frameworks.torch.hpex.optimizers import FusedSGD
+
+        return FusedSGD(
+            params, lr=lr, momentum=momentum, weight_decay=weight_decay, dampening=dampening, nesterov=nesterov
+        )
+
+    def clip_grad_norm(self, parameters: Iterable[torch.Tensor], max_norm: float) -> torch.Tensor:
+        from habana_frameworks.torch.hpex.normalization import FusedClipNorm
+
+        params = list(parameters)
+        clipper = self._clip_norms.get(max_norm)
+        if clipper is None:
+            clipper = self._clip_norms[max_norm] = FusedClipNorm(params, max_norm)
+        return clipper.clip_norm(params)
+
+    def transformer_engine(self) -> ModuleType:
+        try:
+            import habana_frameworks.torch.hpex.experimental.transformer_engine as te
+        except ImportError as err:
+            raise HPUFeatureUnavailableError(
+                "fp8 training needs the Intel Gaudi Transformer Engine"
+                " (habana_frameworks.torch.hpex.experimental.transformer_engine), which failed to import"
+                f" ({err}); install the intel_transformer_engine package of your Gaudi software release."
+            ) from err
+        return te
 
     @staticmethod
     def bridge_module() -> ModuleType:

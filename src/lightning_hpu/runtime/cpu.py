@@ -3,7 +3,7 @@
 It is chosen only explicitly (``LIGHTNING_HPU_BACKEND=cpu``). It runs every op eagerly on the CPU, but keeps
 the device's rules: ``mark_step`` is counted (and is a no-op in eager mode, as on the bridge), memory stats have
 the bridge's keys, fp16/fp8 follow the emulated generation, and the ``hccl`` process group refuses the reduce
-ops HCCL refuses.
+ops HCCL refuses. Fused optimizers and clipping are torch's own fused CPU kernels; there is no fp8 engine.
 """
 
 from __future__ import annotations
@@ -11,12 +11,16 @@ from __future__ import annotations
 import os
 import resource
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
 
 import torch
+from torch.optim import Optimizer
 
 from lightning_hpu.runtime import settings
-from lightning_hpu.runtime.base import MEMORY_STAT_KEYS, HPUBackend
+from lightning_hpu.runtime.base import MEMORY_STAT_KEYS, HPUBackend, HPUFeatureUnavailableError
 
 #: Device memory (HBM) of each generation, used as the stand-in's ``Limit``.
 _HBM_BYTES = {"GAUDI": 32 * 2**30, "GAUDI2": 96 * 2**30, "GAUDI3": 128 * 2**30}
@@ -114,3 +118,45 @@ class CPUStandInBackend(HPUBackend):
 
         register_hccl_standin_backend()
         self.set_device(local_rank)
+
+    def fused_adamw(
+        self,
+        params: Iterable[Any],
+        *,
+        lr: float,
+        betas: tuple[float, float],
+        eps: float,
+        weight_decay: float,
+    ) -> Optimizer:
+        return torch.optim.AdamW(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, fused=True)
+
+    def fused_sgd(
+        self,
+        params: Iterable[Any],
+        *,
+        lr: float,
+        momentum: float,
+        weight_decay: float,
+        dampening: float,
+        nesterov: bool,
+    ) -> Optimizer:
+        return torch.optim.SGD(
+            params,
+            lr=lr,
+            momentum=momentum,
+            weight_decay=weight_decay,
+            dampening=dampening,
+            nesterov=nesterov,
+            fused=True,
+        )
+
+    def clip_grad_norm(self, parameters: Iterable[torch.Tensor], max_norm: float) -> torch.Tensor:
+        # FusedClipNorm's norm type is fixed at 2.
+        return torch.nn.utils.clip_grad_norm_(list(parameters), max_norm, norm_type=2.0, foreach=True)
+
+    def transformer_engine(self) -> ModuleType:
+        raise HPUFeatureUnavailableError(
+            "fp8 training needs the Intel Gaudi Transformer Engine, which runs only on a Gaudi2 or later with the"
+            " Gaudi software stack; the CPU stand-in has no fp8 kernels. Use precision='bf16-mixed' here, or run"
+            " on a Gaudi."
+        )

@@ -1,0 +1,90 @@
+"""Train a small model on HPU with a chosen precision, Habana's fused AdamW and fused gradient clipping.
+
+Runs as is on a Gaudi; without one, set ``LIGHTNING_HPU_BACKEND=cpu`` to run on the CPU stand-in (where ``fp8``
+stops with a clear error: the Transformer Engine exists only on Gaudi2 and later).
+
+    LIGHTNING_HPU_BACKEND=cpu python examples/precision.py --precision bf16-mixed --max-steps 20
+    python examples/precision.py --precision fp8 --fp8-format HYBRID          # Gaudi2 or later
+    python examples/precision.py --lower-precision-ops linear matmul --fp32-ops softmax
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import torch
+from lightning.pytorch import LightningModule, Trainer
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from lightning_hpu import HPUAccelerator, HPUFeatureUnavailableError, HPUPrecisionPlugin, fused_adamw
+
+
+class Regressor(LightningModule):
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 1))
+        self.forward_dtype: torch.dtype | None = None
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        x, y = batch
+        out = self.net(x)
+        self.forward_dtype = out.dtype
+        loss = nn.functional.mse_loss(out.float(), y)
+        self.log("loss", loss, prog_bar=True)
+        return loss
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        # FusedAdamW on a Gaudi, torch's fused AdamW on the stand-in; eps=1e-6 and weight_decay=0.0 either way.
+        return fused_adamw(self.parameters(), lr=1e-2)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--precision", default="bf16-mixed")
+    parser.add_argument("--max-steps", type=int, default=50)
+    parser.add_argument("--clip", type=float, default=1.0, help="gradient_clip_val (by norm: the fused clip)")
+    parser.add_argument("--lower-precision-ops", nargs="*", default=None)
+    parser.add_argument("--fp32-ops", nargs="*", default=None)
+    parser.add_argument("--fp8-format", default="HYBRID", help="DelayedScaling fp8_format for --precision fp8")
+    args = parser.parse_args()
+
+    fp8_options: dict[str, Any] = {}
+    if args.precision == "fp8":
+        fp8_options["fp8_recipe"] = {"margin": 0, "interval": 1, "fp8_format": args.fp8_format}
+    try:
+        plugin = HPUPrecisionPlugin(
+            args.precision,
+            autocast_lower_precision_ops=args.lower_precision_ops,
+            autocast_fp32_ops=args.fp32_ops,
+            **fp8_options,
+        )
+    except (HPUFeatureUnavailableError, ValueError, RuntimeError) as err:
+        parser.exit(2, f"{err}\n")
+
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(512, 32, generator=generator)
+    y = x @ torch.randn(32, 1, generator=generator)
+    loader = DataLoader(TensorDataset(x, y), batch_size=32, shuffle=True)
+
+    model = Regressor()
+    trainer = Trainer(
+        accelerator=HPUAccelerator(),
+        devices=1,
+        plugins=[plugin],
+        max_steps=args.max_steps,
+        gradient_clip_val=args.clip,
+        logger=False,
+        enable_checkpointing=False,
+        enable_model_summary=False,
+    )
+    trainer.fit(model, loader)
+    print(f"precision: {plugin.precision}, forward dtype: {model.forward_dtype}")
+    print(f"final loss: {float(trainer.callback_metrics['loss']):.4f}")
+    if plugin.fp8_layers:
+        print(f"fp8 layers: {', '.join(plugin.fp8_layers)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,369 @@
+"""fp8: the engine conversion and recipe (with a recording stand-in for the engine), gating, and INC's flow."""
+
+from __future__ import annotations
+
+import enum
+import json
+import sys
+import types
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+import torch.nn.functional as F
+from lightning.fabric import Fabric
+from lightning.pytorch import LightningModule, Trainer
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from lightning_hpu import (
+    HPUFeatureUnavailableError,
+    HPUPrecision,
+    HPUPrecisionPlugin,
+    fp8_finish_measurement,
+    fp8_measure,
+    fp8_quantize,
+)
+from lightning_hpu.runtime import settings
+
+# --- a recording engine: the interface of the Gaudi Transformer Engine, computing plain F.linear ------------------
+
+
+def make_fake_engine() -> types.SimpleNamespace:
+    """A ``te`` namespace whose Linear/fp8_autocast/DelayedScaling record how they were used."""
+    log: dict[str, list[Any]] = {"linear_init": [], "autocast": []}
+    state = {"fp8_active": False}
+
+    class Format(enum.Enum):
+        E4M3 = "e4m3"
+        E5M2 = "e5m2"
+        HYBRID = "hybrid"
+
+    class DelayedScaling:
+        def __init__(self, margin: int = 0, interval: int = 1, fp8_format: Format = Format.E5M2) -> None:
+            self.margin, self.interval, self.fp8_format = margin, interval, fp8_format
+
+    class Linear(nn.Module):
+        def __init__(self, in_features: int, out_features: int, bias: bool = True, **kwargs: Any) -> None:
+            super().__init__()
+            log["linear_init"].append(dict(in_features=in_features, out_features=out_features, bias=bias, **kwargs))
+            # Fresh weights, as the engine allocates (normal(0, 0.023)); conversion must not leave them in place.
+            self.weight = nn.Parameter(torch.randn(out_features, in_features) * 0.023)
+            self.bias = nn.Parameter(torch.zeros(out_features)) if bias else None
+            self.fp8_calls = 0
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            self.fp8_calls += int(state["fp8_active"])
+            return F.linear(x, self.weight, self.bias)
+
+    @contextmanager
+    def fp8_autocast(enabled: bool = False, fp8_recipe: Any = None, **kwargs: Any) -> Iterator[None]:
+        log["autocast"].append({"enabled": enabled, "fp8_recipe": fp8_recipe, **kwargs})
+        state["fp8_active"] = enabled
+        try:
+            yield
+        finally:
+            state["fp8_active"] = False
+
+    recipe = types.SimpleNamespace(DelayedScaling=DelayedScaling, Format=Format)
+    return types.SimpleNamespace(Linear=Linear, fp8_autocast=fp8_autocast, recipe=recipe, log=log, state=state)
+
+
+@pytest.fixture
+def engine(standin: Any, monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
+    """The recording engine, served by the stand-in backend the way the bridge serves the real one."""
+    te = make_fake_engine()
+    monkeypatch.setattr(standin, "transformer_engine", lambda: te)
+    return te
+
+
+class Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.encoder = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 16, bias=False))
+        self.special = SubLinear(16, 16)
+        self.head = nn.Linear(16, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.special(self.encoder(x)))
+
+
+class SubLinear(nn.Linear):
+    """A Linear subclass with its own forward: conversion must leave it alone."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x) * 0.5
+
+
+def _trained_net() -> tuple[Net, torch.Tensor]:
+    torch.manual_seed(0)
+    net = Net()
+    x = torch.randn(32, 8)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    for _ in range(5):
+        opt.zero_grad()
+        net(x).pow(2).mean().backward()
+        opt.step()
+    return net, x
+
+
+# --- gating -----------------------------------------------------------------------------------------------------
+
+
+def test_fp8_without_engine_on_standin_is_one_clear_error(standin: Any) -> None:
+    with pytest.raises(HPUFeatureUnavailableError, match=r"fp8 training needs the Intel Gaudi Transformer Engine"):
+        HPUPrecisionPlugin("fp8")
+
+
+def test_fp8_refused_on_first_generation_gaudi(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(settings.CPU_DEVICE_NAME_ENV, "GAUDI")
+    from lightning_hpu.runtime import get_backend
+
+    monkeypatch.setattr(get_backend(), "transformer_engine", make_fake_engine)
+    with pytest.raises(ValueError, match=r"^fp8 precision needs Gaudi2 or later, but this device is GAUDI;"):
+        HPUPrecisionPlugin("fp8")
+
+
+def test_fp8_arguments_need_fp8_precision(standin: Any) -> None:
+    with pytest.raises(ValueError, match="`fp8_recipe` applies to precision='fp8' only"):
+        HPUPrecisionPlugin("bf16-mixed", fp8_recipe={"margin": 0})
+    with pytest.raises(ValueError, match="`fp8_layer_filter` applies to precision='fp8' only"):
+        HPUPrecisionPlugin("bf16-mixed", fp8_layer_filter=lambda name, layer: True)
+
+
+# --- conversion ---------------------------------------------------------------------------------------------------
+
+
+def test_conversion_swaps_selected_layers_and_keeps_trained_outputs(engine: types.SimpleNamespace) -> None:
+    net, x = _trained_net()
+    expected = net(x).detach()
+    params_before = {name: p for name, p in net.named_parameters()}
+
+    plugin = HPUPrecisionPlugin("fp8", fp8_layer_filter=lambda name, layer: name != "head")
+    converted = plugin.convert_module(net)
+
+    assert converted is net  # in place, as DDP's setup expects
+    assert plugin.fp8_layers == ["encoder.0", "encoder.2"]
+    assert isinstance(net.encoder[0], engine.Linear) and isinstance(net.encoder[2], engine.Linear)
+    assert type(net.head) is nn.Linear and type(net.special) is SubLinear
+    assert [(c["in_features"], c["out_features"], c["bias"]) for c in engine.log["linear_init"]] == [
+        (8, 16, True),
+        (16, 16, False),
+    ]
+    assert all(c["params_dtype"] == torch.float32 for c in engine.log["linear_init"])
+    # The trained parameters themselves live on in the engine's layers (optimizers keep working).
+    assert dict(net.named_parameters()) == params_before
+    assert net.encoder[2].bias is None
+    # Outside fp8 autocast the converted model computes what the trained model did.
+    torch.testing.assert_close(net(x), expected, rtol=1e-6, atol=1e-6)
+
+
+def test_conversion_of_all_layers_and_of_a_bare_linear(engine: types.SimpleNamespace) -> None:
+    net, _ = _trained_net()
+    plugin = HPUPrecisionPlugin("fp8")
+    plugin.convert_module(net)
+    assert plugin.fp8_layers == ["encoder.0", "encoder.2", "head"]
+    plugin.convert_module(net)  # converting again changes nothing
+    assert plugin.fp8_layers == ["encoder.0", "encoder.2", "head"]
+    assert len(engine.log["linear_init"]) == 3
+
+    layer = nn.Linear(4, 3)
+    converted = plugin.convert_module(layer)
+    assert isinstance(converted, engine.Linear) and converted.weight is layer.weight
+
+
+def test_recipe_reaches_fp8_autocast_inside_bf16_autocast(engine: types.SimpleNamespace) -> None:
+    plugin = HPUPrecisionPlugin("fp8", fp8_recipe={"margin": 1, "interval": 4, "fp8_format": "hybrid"})
+    assert engine.log["autocast"] == []
+    with plugin.forward_context():
+        assert torch.is_autocast_enabled("cpu")
+        assert torch.get_autocast_dtype("cpu") == torch.bfloat16
+        assert engine.state["fp8_active"]
+    assert not engine.state["fp8_active"]
+    (call,) = engine.log["autocast"]
+    assert call["enabled"] is True
+    recipe = call["fp8_recipe"]
+    assert (recipe.margin, recipe.interval, recipe.fp8_format) == (1, 4, engine.recipe.Format.HYBRID)
+
+    given = engine.recipe.DelayedScaling(margin=2)
+    assert HPUPrecisionPlugin("fp8", fp8_recipe=given).fp8_recipe is given
+
+
+@pytest.mark.parametrize(
+    ("recipe", "error", "match"),
+    [
+        ({"fp8_format": "E3M4"}, ValueError, r"fp8_recipe\['fp8_format'\]='E3M4'` is not an fp8 format"),
+        ({"margins": 1}, ValueError, r"`fp8_recipe=\{'margins': 1\}` is not valid for DelayedScaling"),
+        ("E4M3", TypeError, "`fp8_recipe` must be a DelayedScaling recipe or a dict"),
+    ],
+)
+def test_bad_recipe_is_refused(engine: types.SimpleNamespace, recipe: Any, error: type, match: str) -> None:
+    with pytest.raises(error, match=match):
+        HPUPrecisionPlugin("fp8", fp8_recipe=recipe)
+
+
+# --- fp8 with the Trainer and Fabric (recording engine) ---------------------------------------------------------------
+
+
+class Classifier(LightningModule):
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.net = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 1))
+        self.losses: list[float] = []
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        x, y = batch
+        loss = F.mse_loss(self.net(x).float(), y)
+        self.losses.append(loss.item())
+        return loss
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.SGD(self.parameters(), lr=0.05)
+
+
+def _loader() -> DataLoader:
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(64, 8, generator=generator)
+    return DataLoader(TensorDataset(x, x @ torch.randn(8, 1, generator=generator)), batch_size=16)
+
+
+def test_trainer_fp8_fit_with_accumulation_and_resume(engine: types.SimpleNamespace, tmp_path: Path) -> None:
+    def trainer(epochs: int) -> Trainer:
+        return Trainer(
+            accelerator="hpu",
+            devices=1,
+            plugins=[HPUPrecisionPlugin("fp8", fp8_recipe={"margin": 0, "interval": 1})],
+            max_epochs=epochs,
+            accumulate_grad_batches=2,
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            default_root_dir=tmp_path,
+        )
+
+    model = Classifier()
+    first = trainer(3)
+    first.fit(model, _loader())
+    assert isinstance(model.net[0], engine.Linear) and isinstance(model.net[2], engine.Linear)
+    assert model.net[0].fp8_calls == 12  # every training forward ran under fp8 autocast
+    assert len(engine.log["autocast"]) == 12
+    assert first.global_step == 6
+    assert sum(model.losses[-4:]) < 0.8 * sum(model.losses[:4])
+
+    ckpt = tmp_path / "fp8.ckpt"
+    first.save_checkpoint(ckpt)
+    resumed = Classifier()
+    second = trainer(4)
+    second.fit(resumed, _loader(), ckpt_path=ckpt)
+    assert second.global_step == 8
+    assert isinstance(resumed.net[0], engine.Linear)
+
+
+def test_fabric_fp8_keeps_the_optimizer_working(engine: types.SimpleNamespace) -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)  # built before the conversion, as Fabric users do
+    fabric = Fabric(accelerator="hpu", devices=1, plugins=[HPUPrecision("fp8")])
+    model, optimizer = fabric.setup(model, optimizer)
+    first_weight = model.module[0].weight.detach().clone()
+    x = torch.randn(16, 8)
+    for _ in range(3):
+        optimizer.zero_grad()
+        fabric.backward(model(x).float().pow(2).mean())
+        optimizer.step()
+    assert isinstance(model.module[0], engine.Linear)
+    assert not torch.equal(model.module[0].weight, first_weight)
+    assert engine.state["fp8_active"] is False and len(engine.log["autocast"]) == 3
+
+
+# --- fp8 inference with Intel Neural Compressor (recording stand-in for INC) ------------------------------------------
+
+
+@pytest.fixture
+def inc(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
+    calls: list[tuple[str, Any, Any]] = []
+
+    class FP8Config:
+        def __init__(self, mode: str = "AUTO", dump_stats_path: str = "./hqt_output/measure", **kwargs: Any) -> None:
+            self.mode, self.dump_stats_path = mode, dump_stats_path
+
+        @classmethod
+        def from_json_file(cls, path: str) -> FP8Config:
+            data = json.loads(Path(path).read_text())
+            return cls(mode=data["mode"], dump_stats_path=data["dump_stats_path"])
+
+        @property
+        def measure(self) -> bool:
+            return self.mode == "MEASURE"
+
+        @property
+        def quantize(self) -> bool:
+            return self.mode == "QUANTIZE"
+
+    def prepare(model: nn.Module, config: FP8Config) -> nn.Module:
+        calls.append(("prepare", model, config))
+        return model
+
+    def convert(model: nn.Module, config: FP8Config) -> nn.Module:
+        calls.append(("convert", model, config))
+        return model
+
+    def finalize_calibration(model: nn.Module) -> None:
+        calls.append(("finalize_calibration", model, None))
+
+    quantization = types.ModuleType("neural_compressor.torch.quantization")
+    quantization.__dict__.update(
+        FP8Config=FP8Config, prepare=prepare, convert=convert, finalize_calibration=finalize_calibration
+    )
+    monkeypatch.setitem(sys.modules, "neural_compressor", types.ModuleType("neural_compressor"))
+    monkeypatch.setitem(sys.modules, "neural_compressor.torch", types.ModuleType("neural_compressor.torch"))
+    monkeypatch.setitem(sys.modules, "neural_compressor.torch.quantization", quantization)
+    return types.SimpleNamespace(calls=calls, FP8Config=FP8Config)
+
+
+def _config(tmp_path: Path, mode: str) -> Path:
+    path = tmp_path / f"{mode.lower()}.json"
+    path.write_text(json.dumps({"mode": mode, "dump_stats_path": str(tmp_path / "stats")}))
+    return path
+
+
+def test_inc_measure_then_quantize(standin: Any, inc: types.SimpleNamespace, tmp_path: Path) -> None:
+    model = nn.Linear(4, 4)
+    assert fp8_measure(model, _config(tmp_path, "MEASURE")) is model
+    fp8_finish_measurement(model)
+    assert fp8_quantize(model, str(_config(tmp_path, "QUANTIZE"))) is model
+    assert [(name, target is model) for name, target, _ in inc.calls] == [
+        ("prepare", True),
+        ("finalize_calibration", True),
+        ("convert", True),
+    ]
+    assert inc.calls[0][2].mode == "MEASURE" and inc.calls[2][2].mode == "QUANTIZE"
+    assert inc.calls[2][2].dump_stats_path == str(tmp_path / "stats")
+    config = inc.FP8Config(mode="QUANTIZE")
+    fp8_quantize(model, config)
+    assert inc.calls[-1][2] is config
+
+
+def test_inc_bad_configs(standin: Any, inc: types.SimpleNamespace, tmp_path: Path) -> None:
+    model = nn.Linear(4, 4)
+    with pytest.raises(ValueError, match='set "mode": "MEASURE"'):
+        fp8_measure(model, _config(tmp_path, "QUANTIZE"))
+    with pytest.raises(FileNotFoundError, match="is not a file"):
+        fp8_quantize(model, tmp_path / "missing.json")
+    with pytest.raises(TypeError, match="`config` must be the path"):
+        fp8_quantize(model, {"mode": "QUANTIZE"})
+    assert inc.calls == []
+
+
+def test_inc_missing_or_first_generation(standin: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setitem(sys.modules, "neural_compressor", None)  # makes the import fail, as when not installed
+    with pytest.raises(HPUFeatureUnavailableError, match="fp8 inference needs Intel Neural Compressor"):
+        fp8_measure(nn.Linear(4, 4), _config(tmp_path, "MEASURE"))
+    monkeypatch.setattr(standin, "_device_name", "GAUDI")
+    with pytest.raises(ValueError, match="fp8 precision needs Gaudi2 or later"):
+        fp8_measure(nn.Linear(4, 4), _config(tmp_path, "MEASURE"))

@@ -1,0 +1,182 @@
+"""The Trainer on the stand-in with every precision string: dtypes, learning, resume, fp16 refusal, fused clipping."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from lightning.pytorch import LightningModule, Trainer
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from lightning_hpu import HPUPrecisionPlugin
+from lightning_hpu.runtime import settings
+
+# precision string -> (forward dtype inside the step, parameter dtype)
+PRECISIONS = {
+    "32-true": (torch.float32, torch.float32),
+    "32": (torch.float32, torch.float32),
+    "bf16-mixed": (torch.bfloat16, torch.float32),
+    "bf16": (torch.bfloat16, torch.float32),
+    "16-mixed": (torch.float16, torch.float32),
+    "16": (torch.float16, torch.float32),
+    "bf16-true": (torch.bfloat16, torch.bfloat16),
+    "16-true": (torch.float16, torch.float16),
+}
+
+
+def _data(batch_size: int = 16) -> DataLoader:
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(64, 8, generator=generator)
+    y = x @ torch.randn(8, 1, generator=generator)
+    return DataLoader(TensorDataset(x, y), batch_size=batch_size)
+
+
+class Regression(LightningModule):
+    """A tiny regressor that records the dtype its forward ran in and its losses."""
+
+    def __init__(self, lr: float = 0.05, seed: int = 0) -> None:
+        super().__init__()
+        torch.manual_seed(seed)
+        self.net = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 1))
+        self.lr = lr
+        self.forward_dtypes: set[torch.dtype] = set()
+        self.param_dtypes: set[torch.dtype] = set()
+        self.losses: list[float] = []
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        x, y = batch
+        out = self.net(x)
+        self.forward_dtypes.add(out.dtype)
+        self.param_dtypes.update(p.dtype for p in self.parameters())
+        loss = nn.functional.mse_loss(out.float(), y.float())
+        self.losses.append(loss.item())
+        return loss
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.SGD(self.parameters(), lr=self.lr)
+
+
+def _trainer(tmp_path: Path, **kwargs: Any) -> Trainer:
+    defaults: dict[str, Any] = dict(
+        accelerator="hpu",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+    )
+    defaults.update(kwargs)
+    return Trainer(**defaults)
+
+
+@pytest.mark.parametrize("precision", list(PRECISIONS))
+def test_fit_dtypes_learning_and_resume(standin: Any, tmp_path: Path, precision: str) -> None:
+    forward_dtype, param_dtype = PRECISIONS[precision]
+    model = Regression()
+    trainer = _trainer(tmp_path, precision=precision, max_epochs=3)
+    assert isinstance(trainer.precision_plugin, HPUPrecisionPlugin)
+    trainer.fit(model, _data())
+
+    assert model.forward_dtypes == {forward_dtype}
+    assert model.param_dtypes == {param_dtype}
+    first_epoch, last_epoch = model.losses[:4], model.losses[-4:]
+    assert sum(last_epoch) < 0.8 * sum(first_epoch)
+
+    ckpt = tmp_path / "model.ckpt"
+    trainer.save_checkpoint(ckpt)
+    saved = {k: v.clone() for k, v in model.state_dict().items()}
+
+    resumed = Regression()
+    loaded: dict[str, torch.Tensor] = {}
+    resumed.on_train_start = lambda: loaded.update(  # type: ignore[method-assign]
+        {k: v.clone() for k, v in resumed.state_dict().items()}
+    )
+    trainer2 = _trainer(tmp_path, precision=precision, max_epochs=4)
+    trainer2.fit(resumed, _data(), ckpt_path=ckpt)
+    assert trainer2.global_step == trainer.global_step + 4
+    for key, value in saved.items():
+        assert torch.equal(loaded[key].to(value.dtype), value), key
+    assert resumed.param_dtypes == {param_dtype}
+
+
+@pytest.mark.parametrize("precision", ["16-mixed", "16-true"])
+def test_fp16_refused_on_first_generation_gaudi(monkeypatch: pytest.MonkeyPatch, precision: str) -> None:
+    monkeypatch.setenv(settings.CPU_DEVICE_NAME_ENV, "GAUDI")
+    with pytest.raises(ValueError, match=r"^fp16 precision needs Gaudi2 or later, but this device is GAUDI;"):
+        Trainer(accelerator="hpu", devices=1, precision=precision, logger=False)
+    # bf16 stays available on a first-generation Gaudi.
+    trainer = Trainer(accelerator="hpu", devices=1, precision="bf16-mixed", logger=False)
+    assert trainer.precision_plugin.precision == "bf16-mixed"
+
+
+def _clip_spy(standin: Any, monkeypatch: pytest.MonkeyPatch) -> list[tuple[float, float, float]]:
+    """Record (norm before, norm after, bound) for each call of the backend's clip."""
+    calls: list[tuple[float, float, float]] = []
+    real = standin.clip_grad_norm
+
+    def spy(parameters: Any, max_norm: float) -> torch.Tensor:
+        params = list(parameters)
+        before = real(params, max_norm)
+        after = torch.linalg.vector_norm(torch.stack([p.grad.float().norm() for p in params if p.grad is not None]))
+        calls.append((float(before), float(after), max_norm))
+        return before
+
+    monkeypatch.setattr(standin, "clip_grad_norm", spy)
+    return calls
+
+
+def test_clip_by_norm_uses_fused_clip_under_accumulation(
+    standin: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    calls = _clip_spy(standin, monkeypatch)
+    model = Regression()
+    trainer = _trainer(
+        tmp_path, precision="bf16-mixed", max_epochs=1, accumulate_grad_batches=2, gradient_clip_val=0.01
+    )
+    trainer.fit(model, _data())
+    assert trainer.global_step == 2
+    assert len(calls) == 2  # once per optimizer step, not per accumulated batch
+    for before, after, bound in calls:
+        assert bound == 0.01
+        assert before > bound
+        assert after <= bound * 1.01
+
+
+class ManualRegression(Regression):
+    def __init__(self, seed: int = 0) -> None:
+        super().__init__(lr=0.2, seed=seed)
+        self.automatic_optimization = False
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:  # type: ignore[override]
+        opt = self.optimizers()
+        opt.zero_grad()
+        loss = super().training_step(batch, batch_idx)
+        self.manual_backward(loss)
+        self.clip_gradients(opt, gradient_clip_val=1.0, gradient_clip_algorithm="norm")
+        opt.step()
+        return loss
+
+
+def test_manual_optimization_with_bf16_and_fused_clip(
+    standin: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    calls = _clip_spy(standin, monkeypatch)
+    model = ManualRegression()
+    trainer = _trainer(tmp_path, precision="bf16-mixed", max_epochs=3)
+    trainer.fit(model, _data())
+    assert model.forward_dtypes == {torch.bfloat16}
+    assert len(calls) == 12
+    assert any(before > bound for before, _, bound in calls)
+    assert all(after <= bound * 1.01 for _, after, bound in calls)
+    assert sum(model.losses[-4:]) < 0.8 * sum(model.losses[:4])
+
+
+def test_unsupported_precision_names_the_choices(standin: Any) -> None:
+    with pytest.raises(
+        ValueError, match=r"`precision='64-true'` is not supported on HPU: use one of 32-true, bf16-mixed"
+    ):
+        Trainer(accelerator="hpu", devices=1, precision="64-true", logger=False)

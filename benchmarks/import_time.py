@@ -31,7 +31,6 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    base, _ = measure("pass", args.runs)
     with_lightning, added = measure("import lightning_hpu", args.runs)
     print(f"import lightning:                 {with_lightning * 1000:8.1f} ms (median of {args.runs})")
     print(f"import lightning_hpu (after it): +{added * 1000:8.1f} ms  ({added / with_lightning:.1%} of lightning)")

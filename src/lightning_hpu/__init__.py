@@ -7,6 +7,7 @@ the CPU stand-in.
 
 from lightning_hpu.accelerator import HPUAccelerator
 from lightning_hpu.plugins import HPUCheckpointIO, HPUPrecisionPlugin
+from lightning_hpu.profiler import HPUProfiler
 from lightning_hpu.registration import register_all
 from lightning_hpu.runtime import HPUNotAvailableError, get_backend
 from lightning_hpu.strategies import SingleHPUStrategy, mark_step
@@ -18,6 +19,7 @@ __all__ = [
     "HPUCheckpointIO",
     "HPUNotAvailableError",
     "HPUPrecisionPlugin",
+    "HPUProfiler",
     "SingleHPUStrategy",
     "__version__",
     "get_backend",

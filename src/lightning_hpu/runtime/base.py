@@ -123,3 +123,12 @@ class HPUBackend(ABC):
         """Prepare the process for collectives before the process group is created."""
 
     supported_reduce_ops: frozenset[Any] = HCCL_REDUCE_OPS
+
+    # --- profiling -------------------------------------------------------------------------
+    @abstractmethod
+    def profiler_activities(self) -> list[Any]:
+        """The ``torch.profiler.ProfilerActivity`` members that record this device, read when called.
+
+        On a Gaudi the bridge replaces ``torch.profiler.ProfilerActivity`` with its own enum (which adds ``HPU``),
+        so the members must come from whatever ``torch.profiler.ProfilerActivity`` is now, not from an import.
+        """

@@ -7,7 +7,9 @@ backend has been chosen (see :func:`lightning_hpu.runtime.get_backend`).
 
 from __future__ import annotations
 
+import warnings
 from types import ModuleType
+from typing import Any
 
 import habana_frameworks.torch.core as htcore
 import habana_frameworks.torch.hpu as hthpu
@@ -77,6 +79,21 @@ class BridgeBackend(HPUBackend):
 
         # Registers the "hccl" c10d backend and binds HLS_MODULE_ID to this local rank.
         initialize_distributed_hpu(world_size=world_size, rank=rank, local_rank=local_rank)
+
+    def profiler_activities(self) -> list[Any]:
+        # Importing the bridge (this module's imports) replaced ``torch.profiler.ProfilerActivity`` with an enum
+        # that has ``HPU`` (reference section 9), and its ``torch.profiler.profile`` accepts only that enum's
+        # members. Reading the attribute now, not at import, makes the import order of Lightning and the bridge
+        # irrelevant.
+        activity: Any = torch.profiler.ProfilerActivity
+        if not hasattr(activity, "HPU"):
+            warnings.warn(
+                "The Intel Gaudi bridge did not add ProfilerActivity.HPU to torch.profiler; profiling records"
+                " CPU activity only.",
+                stacklevel=2,
+            )
+            return [activity.CPU]
+        return [activity.CPU, activity.HPU]
 
     @staticmethod
     def bridge_module() -> ModuleType:

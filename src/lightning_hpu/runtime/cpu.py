@@ -12,6 +12,7 @@ import os
 import resource
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -114,3 +115,7 @@ class CPUStandInBackend(HPUBackend):
 
         register_hccl_standin_backend()
         self.set_device(local_rank)
+
+    def profiler_activities(self) -> list[Any]:
+        # The CPU is the device here: its activity is the only one there is to record.
+        return [torch.profiler.ProfilerActivity.CPU]

@@ -127,6 +127,17 @@ def test_long_enough_fit_keeps_the_default_schedule(tmp_path: Path, recwarn: pyt
     assert _traces(tmp_path), "the default schedule saves a trace after its 5th step"
 
 
+def test_lightning_still_calls_the_hooks_hpu_profiler_overrides() -> None:
+    """HPUProfiler overrides private PyTorchProfiler methods; a Lightning release that renames one must fail here."""
+    from lightning.pytorch.profilers import PyTorchProfiler
+    from lightning.pytorch.profilers.pytorch import ScheduleWrapper
+
+    hooks = ("_default_activities", "_create_profilers", "_cache_functions_events", "_delete_profilers")
+    hooks += ("_should_override_schedule", "_default_schedule")
+    assert all(callable(getattr(PyTorchProfiler, hook, None)) for hook in hooks)
+    assert "_schedule" in vars(ScheduleWrapper(lambda step: torch.profiler.ProfilerAction.NONE))
+
+
 def test_planned_steps_counts_epochs_max_steps_and_accumulation() -> None:
     def trainer(**overrides: Any) -> Any:
         fields: dict[str, Any] = dict(
@@ -208,6 +219,18 @@ def test_non_hpu_trainer_gets_cpu_activity_only() -> None:
     assert isinstance(profiler.profiler, _RecordingProfile)
     assert profiler.profiler.activities == [_BridgeActivity.CPU]
     profiler.profiler = None
+
+
+@pytest.mark.gaudi
+def test_bridge_adds_the_hpu_activity_and_the_trace_holds_it(tmp_path: Path) -> None:
+    from lightning_hpu.runtime import require_backend
+
+    activities = require_backend().profiler_activities()
+    assert torch.profiler.ProfilerActivity.HPU in activities
+    profiler = HPUProfiler(dirpath=tmp_path, filename="perf-logs")
+    _fit(profiler, max_steps=6, accelerator="hpu", devices=1)
+    assert _traces(tmp_path)
+    assert profiler.heaviest_operators()
 
 
 @pytest.mark.parametrize("value", ["1", "profile_api", "my_template", ""])

@@ -189,7 +189,8 @@ class HPUProfiler(PyTorchProfiler):
     # --- report --------------------------------------------------------------------------------
     def heaviest_operators(self, limit: int | None = None) -> list[OperatorCost]:
         """The recorded operators, heaviest first (by self device time when the device reports it, else self CPU
-        time); at most ``limit`` (default: ``row_limit``). Empty before anything was recorded."""
+        time); at most ``limit`` (default: ``row_limit``). Empty before anything was recorded; like :meth:`summary`,
+        it ends a recording still running."""
         if self.profiler is not None:
             self._delete_profilers()
         if not self.function_events:

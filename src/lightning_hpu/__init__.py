@@ -11,6 +11,7 @@ from lightning_hpu.fabric.precision import HPUPrecision
 from lightning_hpu.fp8 import fp8_finish_measurement, fp8_measure, fp8_quantize
 from lightning_hpu.optimizers import clip_grad_norm, fused_adamw, fused_sgd
 from lightning_hpu.plugins import HPUCheckpointIO, HPUPrecisionPlugin
+from lightning_hpu.profiler import HPUProfiler
 from lightning_hpu.registration import register_all
 from lightning_hpu.runtime import HPUFeatureUnavailableError, HPUNotAvailableError, get_backend
 from lightning_hpu.strategies import SingleHPUStrategy, mark_step
@@ -24,6 +25,7 @@ __all__ = [
     "HPUNotAvailableError",
     "HPUPrecision",
     "HPUPrecisionPlugin",
+    "HPUProfiler",
     "SingleHPUStrategy",
     "__version__",
     "clip_grad_norm",

@@ -164,3 +164,12 @@ class HPUBackend(ABC):
     @abstractmethod
     def transformer_engine(self) -> ModuleType:
         """The fp8 Transformer Engine module (``Linear``, ``fp8_autocast``, ``recipe``), or a clear error."""
+
+    # --- profiling -------------------------------------------------------------------------
+    @abstractmethod
+    def profiler_activities(self) -> list[Any]:
+        """The ``torch.profiler.ProfilerActivity`` members that record this device, read when called.
+
+        On a Gaudi the bridge replaces ``torch.profiler.ProfilerActivity`` with its own enum (which adds ``HPU``),
+        so the members must come from whatever ``torch.profiler.ProfilerActivity`` is now, not from an import.
+        """

@@ -7,6 +7,7 @@ backend has been chosen (see :func:`lightning_hpu.runtime.get_backend`).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -134,6 +135,21 @@ class BridgeBackend(HPUBackend):
                 f" ({err}); install the intel_transformer_engine package of your Gaudi software release."
             ) from err
         return te
+
+    def profiler_activities(self) -> list[Any]:
+        # Importing the bridge (this module's imports) replaced ``torch.profiler.ProfilerActivity`` with an enum
+        # that has ``HPU`` (reference section 9), and its ``torch.profiler.profile`` accepts only that enum's
+        # members. Reading the attribute now, not at import, makes the import order of Lightning and the bridge
+        # irrelevant.
+        activity: Any = torch.profiler.ProfilerActivity
+        if not hasattr(activity, "HPU"):
+            warnings.warn(
+                "The Intel Gaudi bridge did not add ProfilerActivity.HPU to torch.profiler; profiling records"
+                " CPU activity only.",
+                stacklevel=2,
+            )
+            return [activity.CPU]
+        return [activity.CPU, activity.HPU]
 
     @staticmethod
     def bridge_module() -> ModuleType:

@@ -160,3 +160,7 @@ class CPUStandInBackend(HPUBackend):
             " Gaudi software stack; the CPU stand-in has no fp8 kernels. Use precision='bf16-mixed' here, or run"
             " on a Gaudi."
         )
+
+    def profiler_activities(self) -> list[Any]:
+        # The CPU is the device here: its activity is the only one there is to record.
+        return [torch.profiler.ProfilerActivity.CPU]

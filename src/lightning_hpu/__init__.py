@@ -6,6 +6,7 @@ the CPU stand-in.
 """
 
 from lightning_hpu.accelerator import HPUAccelerator
+from lightning_hpu.hpu_graphs import HPUGraph, HPUGraphs, ModuleCacher, make_graphed_callables, wrap_in_hpu_graph
 from lightning_hpu.plugins import HPUCheckpointIO, HPUPrecisionPlugin
 from lightning_hpu.registration import register_all
 from lightning_hpu.runtime import HPUNotAvailableError, get_backend
@@ -16,12 +17,17 @@ __version__ = "0.1.0"
 __all__ = [
     "HPUAccelerator",
     "HPUCheckpointIO",
+    "HPUGraph",
+    "HPUGraphs",
     "HPUNotAvailableError",
     "HPUPrecisionPlugin",
+    "ModuleCacher",
     "SingleHPUStrategy",
     "__version__",
     "get_backend",
+    "make_graphed_callables",
     "mark_step",
+    "wrap_in_hpu_graph",
 ]
 
 register_all()

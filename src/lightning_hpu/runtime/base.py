@@ -7,7 +7,9 @@ The rest of the package never imports ``habana_frameworks``; it asks the active 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 import torch
 from torch.distributed import ReduceOp
@@ -31,6 +33,15 @@ MEMORY_STAT_KEYS: tuple[str, ...] = (
 
 #: The reduce ops that HCCL accepts; AVG, PREMUL_SUM and the bitwise ops are refused by the device.
 HCCL_REDUCE_OPS: frozenset[Any] = frozenset({ReduceOp.SUM, ReduceOp.MIN, ReduceOp.MAX, ReduceOp.PRODUCT})
+
+
+class GraphHandle(Protocol):
+    """An HPU graph as the backend makes it: the bridge's ``HPUGraph`` or the stand-in's."""
+
+    def capture_begin(self, dry_run: bool = ...) -> None: ...
+    def capture_end(self) -> None: ...
+    def replay(self, asynchronous: bool = ...) -> None: ...
+    def reset(self) -> None: ...
 
 
 class HPUNotAvailableError(RuntimeError):
@@ -123,3 +134,42 @@ class HPUBackend(ABC):
         """Prepare the process for collectives before the process group is created."""
 
     supported_reduce_ops: frozenset[Any] = HCCL_REDUCE_OPS
+
+    # --- HPU graphs (lazy mode only; argument names follow the bridge) -----------------------
+    @abstractmethod
+    def new_graph(self) -> GraphHandle:
+        """A fresh, empty HPU graph."""
+
+    @abstractmethod
+    def graph_capture(
+        self, graph: GraphHandle, stream: Any = None, dry_run: bool = False
+    ) -> AbstractContextManager[Any]:
+        """A context manager that captures the work done inside it into ``graph``."""
+
+    @abstractmethod
+    def make_graphed_callables(
+        self,
+        callables: Any,
+        sample_args: tuple[Any, ...],
+        warmups: int = 0,
+        allow_unused_input: bool = False,
+        asynchronous: bool = False,
+        disable_tensor_cache: bool = False,
+        dry_run: bool = False,
+    ) -> Any:
+        """Graph forward and backward of each callable."""
+
+    @abstractmethod
+    def module_cacher(self, max_graphs: int) -> Callable[..., torch.nn.Module]:
+        """The ``ModuleCacher(max_graphs)`` object, to be called with the model and its options."""
+
+    @abstractmethod
+    def wrap_in_hpu_graph(
+        self,
+        module: torch.nn.Module,
+        asynchronous: bool = False,
+        disable_tensor_cache: bool = False,
+        dry_run: bool | None = None,
+        max_graphs: int | None = None,
+    ) -> torch.nn.Module:
+        """Patch ``module.forward`` to capture and replay an inference graph per input shape."""

@@ -7,13 +7,16 @@ backend has been chosen (see :func:`lightning_hpu.runtime.get_backend`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from types import ModuleType
+from typing import Any
 
 import habana_frameworks.torch.core as htcore
 import habana_frameworks.torch.hpu as hthpu
 import torch
 
-from lightning_hpu.runtime.base import MEMORY_STAT_KEYS, HPUBackend
+from lightning_hpu.runtime.base import MEMORY_STAT_KEYS, GraphHandle, HPUBackend
 
 
 class BridgeBackend(HPUBackend):
@@ -77,6 +80,56 @@ class BridgeBackend(HPUBackend):
 
         # Registers the "hccl" c10d backend and binds HLS_MODULE_ID to this local rank.
         initialize_distributed_hpu(world_size=world_size, rank=rank, local_rank=local_rank)
+
+    def new_graph(self) -> GraphHandle:
+        return hthpu.HPUGraph()
+
+    def graph_capture(
+        self, graph: GraphHandle, stream: Any = None, dry_run: bool = False
+    ) -> AbstractContextManager[Any]:
+        if not isinstance(graph, hthpu.HPUGraph):
+            raise TypeError(f"The bridge captures into its own HPUGraph, not into a {type(graph).__name__}.")
+        return hthpu.graph(graph, stream=stream, dry_run=dry_run)
+
+    def make_graphed_callables(
+        self,
+        callables: Any,
+        sample_args: tuple[Any, ...],
+        warmups: int = 0,
+        allow_unused_input: bool = False,
+        asynchronous: bool = False,
+        disable_tensor_cache: bool = False,
+        dry_run: bool = False,
+    ) -> Any:
+        return hthpu.make_graphed_callables(
+            callables,
+            sample_args,
+            warmups=warmups,
+            allow_unused_input=allow_unused_input,
+            asynchronous=asynchronous,
+            disable_tensor_cache=disable_tensor_cache,
+            dry_run=dry_run,
+        )
+
+    def module_cacher(self, max_graphs: int) -> Callable[..., torch.nn.Module]:
+        return hthpu.ModuleCacher(max_graphs=max_graphs)
+
+    def wrap_in_hpu_graph(
+        self,
+        module: torch.nn.Module,
+        asynchronous: bool = False,
+        disable_tensor_cache: bool = False,
+        dry_run: bool | None = None,
+        max_graphs: int | None = None,
+    ) -> torch.nn.Module:
+        # ``dry_run=None`` lets newer bridges choose (dry run when the tensor cache is disabled); 1.19 wants a bool.
+        return hthpu.wrap_in_hpu_graph(
+            module,
+            asynchronous=asynchronous,
+            disable_tensor_cache=disable_tensor_cache,
+            dry_run=disable_tensor_cache if dry_run is None else dry_run,
+            max_graphs=max_graphs,
+        )
 
     @staticmethod
     def bridge_module() -> ModuleType:

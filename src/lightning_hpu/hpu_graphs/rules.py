@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from torch.nn import Module
 from torch.nn.parallel import DataParallel, DistributedDataParallel
 
@@ -26,9 +28,10 @@ def graphs_backend() -> HPUBackend:
 
 def is_compiled(module: Module) -> bool:
     """Whether ``module`` is a ``torch.compile`` result or was compiled in place (``module.compile()``)."""
-    from torch._dynamo.eval_frame import OptimizedModule
-
-    return isinstance(module, OptimizedModule) or getattr(module, "_compiled_call_impl", None) is not None
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")  # nothing is compiled until dynamo was imported
+    if eval_frame is not None and isinstance(module, eval_frame.OptimizedModule):
+        return True
+    return getattr(module, "_compiled_call_impl", None) is not None
 
 
 def check_not_compiled(module: Module, argument: str) -> None:

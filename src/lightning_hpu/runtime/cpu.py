@@ -137,7 +137,7 @@ class CPUStandInBackend(HPUBackend):
 
         if not isinstance(graph, StandInGraph):
             raise TypeError(f"The CPU stand-in captures into its own graphs, not into a {type(graph).__name__}.")
-        return standin_capture(graph, dry_run=dry_run)
+        return standin_capture(graph, dry_run=dry_run, collect=True)
 
     def make_graphed_callables(
         self,

@@ -50,7 +50,7 @@ class _Graphed(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, parts: _GraphedParts, *inputs: Tensor) -> tuple[Tensor, ...]:
         ctx.parts = parts
-        for static, given in zip(parts.input_surface[: parts.n_user_args], inputs, strict=True):
+        for static, given in zip(parts.input_surface[: parts.n_user_args], inputs[: parts.n_user_args], strict=True):
             if static is not given:
                 static.copy_(given)
         parts.fwd.replay(parts.asynchronous)

@@ -19,7 +19,7 @@ on tensor values (``nonzero``, boolean-mask indexing, ``unique``, ...).
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
 
@@ -280,9 +280,11 @@ class StandInGraph:
 
 
 @contextmanager
-def standin_capture(hpu_graph: StandInGraph, dry_run: bool = False) -> Iterator[None]:
-    """Capture into ``hpu_graph`` like the bridge's ``graph`` context; an error inside aborts the capture."""
-    gc.collect()
+def standin_capture(hpu_graph: StandInGraph, dry_run: bool = False, collect: bool = False) -> Iterator[None]:
+    """Capture into ``hpu_graph``; an error inside aborts the capture. ``collect`` runs ``gc`` first, as the
+    bridge's ``graph`` context manager does to free memory for the graph."""
+    if collect:
+        gc.collect()
     hpu_graph.capture_begin(dry_run=dry_run)
     try:
         yield
@@ -292,9 +294,3 @@ def standin_capture(hpu_graph: StandInGraph, dry_run: bool = False) -> Iterator[
     hpu_graph.capture_end()
 
 
-def capture_call(
-    hpu_graph: StandInGraph, fn: Callable[..., Any], *args: Any, **kwargs: Any
-) -> Any:
-    """Run ``fn`` once inside a capture of ``hpu_graph`` and return its result."""
-    with standin_capture(hpu_graph):
-        return fn(*args, **kwargs)

@@ -45,7 +45,7 @@ def _loader() -> DataLoader:
     return DataLoader(TensorDataset(x, y), batch_size=8)  # 7 full batches and one of 4 rows
 
 
-def _fit(callbacks: list) -> tuple[Classifier, dict[str, torch.Tensor]]:
+def _fit(callbacks: list, accumulate_grad_batches: int = 1) -> tuple[Classifier, dict[str, torch.Tensor]]:
     model = Classifier()
     trainer = Trainer(
         accelerator=HPUAccelerator(),
@@ -57,6 +57,7 @@ def _fit(callbacks: list) -> tuple[Classifier, dict[str, torch.Tensor]]:
         enable_progress_bar=False,
         enable_model_summary=False,
         num_sanity_val_steps=0,
+        accumulate_grad_batches=accumulate_grad_batches,
     )
     trainer.fit(model, _loader(), _loader())
     return model, dict(trainer.callback_metrics)
@@ -80,6 +81,14 @@ def test_switch_gives_the_same_metrics_as_an_unwrapped_run(standin) -> None:
     assert counters.graph_cache_inserts == 4
     assert counters.graph_cache_hits == 2 * 16 - 4
     assert "forward" not in graphed.__dict__  # teardown restored the module
+
+
+def test_switch_with_gradient_accumulation_matches_unwrapped(standin) -> None:
+    plain, plain_metrics = _fit([], accumulate_grad_batches=2)
+    graphed, graphed_metrics = _fit([HPUGraphs(eval=False)], accumulate_grad_batches=2)
+    torch.testing.assert_close(graphed_metrics["val_loss"], plain_metrics["val_loss"])
+    for a, b in zip(plain.parameters(), graphed.parameters(), strict=True):
+        torch.testing.assert_close(a, b)
 
 
 def test_switch_graphs_named_submodules_only(standin) -> None:

@@ -75,6 +75,28 @@ def test_module_cacher_captures_once_per_shape_and_trains_like_eager(standin) ->
     assert counters.graph_captures == 4
 
 
+def test_module_cacher_gradient_accumulation_needs_its_mode(standin) -> None:
+    """Graphed gradients live in static buffers that autograd may adopt as ``.grad``; accumulating over
+    several backwards needs ``have_grad_accumulation`` and ``set_iteration_count`` (the first micro-batch has
+    its own graph)."""
+    xs = [torch.randn(3, 8) for _ in range(4)]
+
+    def accumulate(model: nn.Module, mark: bool) -> torch.Tensor:
+        for i, x in enumerate(xs):
+            if mark:
+                model.set_iteration_count(i % 2)
+            if i % 2 == 0:
+                model.zero_grad(set_to_none=True)
+            model(x).pow(2).sum().backward()
+        return model[0].weight.grad.clone()
+
+    expected = accumulate(_mlp(), mark=False)
+    plain = accumulate(ModuleCacher(4)(_mlp()), mark=True)
+    with_mode = accumulate(ModuleCacher(4)(_mlp(), have_grad_accumulation=True), mark=True)
+    torch.testing.assert_close(with_mode, expected)
+    assert not torch.allclose(plain, expected)  # the device's behaviour without the mode, reproduced
+
+
 def test_module_cacher_caches_only_training_with_grad(standin) -> None:
     model = ModuleCacher(max_graphs=4)(_mlp())
     x = torch.randn(3, 8)

@@ -9,7 +9,7 @@ parts (data-dependent control flow or shapes) stay the user's: graph the static 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import lightning.pytorch as pl
 import torch
@@ -65,6 +65,7 @@ class HPUGraphs(Callback):
         self.disable_tensor_cache = disable_tensor_cache
         self.asynchronous = asynchronous
         self._originals: list[tuple[Module, Callable[..., Any] | None]] = []
+        self._accumulation = 1
 
     @override
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
@@ -87,8 +88,20 @@ class HPUGraphs(Callback):
             check_not_compiled(module, name)
             if self.train:
                 check_graphable_for_training(module, name)
+        # Accumulating gradients needs the bridge's grad-accumulation mode: the first micro-batch of each step gets
+        # its own graph, whose gradients become ``.grad``; later micro-batches add theirs to it.
+        self._accumulation = trainer.accumulate_grad_batches
         for _, module in self._targets(pl_module):
             self._wrap(module)
+
+    @override
+    def on_train_batch_start(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any, batch_idx: int
+    ) -> None:
+        if self.train and self._accumulation > 1:
+            for module, _ in self._originals:
+                set_iteration_count = cast(Callable[[int], None], module.set_iteration_count)
+                set_iteration_count(batch_idx % self._accumulation)
 
     @override
     def teardown(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
@@ -128,7 +141,12 @@ class HPUGraphs(Callback):
             eval_forward = module.forward
             module.forward = original
         if self.train:
-            ModuleCacher(self.max_graphs)(module, use_lfu=self.use_lfu, asynchronous=self.asynchronous)
+            ModuleCacher(self.max_graphs)(
+                module,
+                use_lfu=self.use_lfu,
+                asynchronous=self.asynchronous,
+                have_grad_accumulation=self._accumulation > 1,
+            )
             train_forward = module.forward
 
         def forward(*args: Any, **kwargs: Any) -> Any:

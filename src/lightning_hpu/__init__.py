@@ -9,6 +9,7 @@ from lightning_hpu.accelerator import HPUAccelerator
 from lightning_hpu.autocast_ops import set_autocast_op_lists
 from lightning_hpu.fabric.precision import HPUPrecision
 from lightning_hpu.fp8 import fp8_finish_measurement, fp8_measure, fp8_quantize
+from lightning_hpu.hpu_graphs import HPUGraph, HPUGraphs, ModuleCacher, make_graphed_callables, wrap_in_hpu_graph
 from lightning_hpu.optimizers import clip_grad_norm, fused_adamw, fused_sgd
 from lightning_hpu.plugins import HPUCheckpointIO, HPUPrecisionPlugin
 from lightning_hpu.profiler import HPUProfiler
@@ -22,10 +23,13 @@ __all__ = [
     "HPUAccelerator",
     "HPUCheckpointIO",
     "HPUFeatureUnavailableError",
+    "HPUGraph",
+    "HPUGraphs",
     "HPUNotAvailableError",
     "HPUPrecision",
     "HPUPrecisionPlugin",
     "HPUProfiler",
+    "ModuleCacher",
     "SingleHPUStrategy",
     "__version__",
     "clip_grad_norm",
@@ -35,8 +39,10 @@ __all__ = [
     "fused_adamw",
     "fused_sgd",
     "get_backend",
+    "make_graphed_callables",
     "mark_step",
     "set_autocast_op_lists",
+    "wrap_in_hpu_graph",
 ]
 
 register_all()

@@ -7,9 +7,10 @@ The rest of the package never imports ``habana_frameworks``; it asks the active 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from types import ModuleType
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 from torch.distributed import ReduceOp
@@ -34,6 +35,15 @@ MEMORY_STAT_KEYS: tuple[str, ...] = (
 
 #: The reduce ops that HCCL accepts; AVG, PREMUL_SUM and the bitwise ops are refused by the device.
 HCCL_REDUCE_OPS: frozenset[Any] = frozenset({ReduceOp.SUM, ReduceOp.MIN, ReduceOp.MAX, ReduceOp.PRODUCT})
+
+
+class GraphHandle(Protocol):
+    """An HPU graph as the backend makes it: the bridge's ``HPUGraph`` or the stand-in's."""
+
+    def capture_begin(self, dry_run: bool = ...) -> None: ...
+    def capture_end(self) -> None: ...
+    def replay(self, asynchronous: bool = ...) -> None: ...
+    def reset(self) -> None: ...
 
 
 class HPUNotAvailableError(RuntimeError):
@@ -173,3 +183,42 @@ class HPUBackend(ABC):
         On a Gaudi the bridge replaces ``torch.profiler.ProfilerActivity`` with its own enum (which adds ``HPU``),
         so the members must come from whatever ``torch.profiler.ProfilerActivity`` is now, not from an import.
         """
+
+    # --- HPU graphs (lazy mode only; argument names follow the bridge) -----------------------
+    @abstractmethod
+    def new_graph(self) -> GraphHandle:
+        """A fresh, empty HPU graph."""
+
+    @abstractmethod
+    def graph_capture(
+        self, graph: GraphHandle, stream: Any = None, dry_run: bool = False
+    ) -> AbstractContextManager[Any]:
+        """A context manager that captures the work done inside it into ``graph``."""
+
+    @abstractmethod
+    def make_graphed_callables(
+        self,
+        callables: Any,
+        sample_args: tuple[Any, ...],
+        warmups: int = 0,
+        allow_unused_input: bool = False,
+        asynchronous: bool = False,
+        disable_tensor_cache: bool = False,
+        dry_run: bool = False,
+    ) -> Any:
+        """Graph forward and backward of each callable."""
+
+    @abstractmethod
+    def module_cacher(self, max_graphs: int) -> Callable[..., torch.nn.Module]:
+        """The ``ModuleCacher(max_graphs)`` object, to be called with the model and its options."""
+
+    @abstractmethod
+    def wrap_in_hpu_graph(
+        self,
+        module: torch.nn.Module,
+        asynchronous: bool = False,
+        disable_tensor_cache: bool = False,
+        dry_run: bool | None = None,
+        max_graphs: int | None = None,
+    ) -> torch.nn.Module:
+        """Patch ``module.forward`` to capture and replay an inference graph per input shape."""

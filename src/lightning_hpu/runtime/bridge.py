@@ -8,7 +8,8 @@ backend has been chosen (see :func:`lightning_hpu.runtime.get_backend`).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,7 @@ from lightning_hpu.runtime.base import MEMORY_STAT_KEYS, HPUBackend, HPUFeatureU
 
 if TYPE_CHECKING:
     from habana_frameworks.torch.hpex.normalization import FusedClipNorm
+from lightning_hpu.runtime.base import GraphHandle
 
 
 class BridgeBackend(HPUBackend):
@@ -150,6 +152,56 @@ class BridgeBackend(HPUBackend):
             )
             return [activity.CPU]
         return [activity.CPU, activity.HPU]
+
+    def new_graph(self) -> GraphHandle:
+        return hthpu.HPUGraph()
+
+    def graph_capture(
+        self, graph: GraphHandle, stream: Any = None, dry_run: bool = False
+    ) -> AbstractContextManager[Any]:
+        if not isinstance(graph, hthpu.HPUGraph):
+            raise TypeError(f"The bridge captures into its own HPUGraph, not into a {type(graph).__name__}.")
+        return hthpu.graph(graph, stream=stream, dry_run=dry_run)
+
+    def make_graphed_callables(
+        self,
+        callables: Any,
+        sample_args: tuple[Any, ...],
+        warmups: int = 0,
+        allow_unused_input: bool = False,
+        asynchronous: bool = False,
+        disable_tensor_cache: bool = False,
+        dry_run: bool = False,
+    ) -> Any:
+        return hthpu.make_graphed_callables(
+            callables,
+            sample_args,
+            warmups=warmups,
+            allow_unused_input=allow_unused_input,
+            asynchronous=asynchronous,
+            disable_tensor_cache=disable_tensor_cache,
+            dry_run=dry_run,
+        )
+
+    def module_cacher(self, max_graphs: int) -> Callable[..., torch.nn.Module]:
+        return hthpu.ModuleCacher(max_graphs=max_graphs)
+
+    def wrap_in_hpu_graph(
+        self,
+        module: torch.nn.Module,
+        asynchronous: bool = False,
+        disable_tensor_cache: bool = False,
+        dry_run: bool | None = None,
+        max_graphs: int | None = None,
+    ) -> torch.nn.Module:
+        # ``dry_run=None`` lets newer bridges choose (dry run when the tensor cache is disabled); 1.19 wants a bool.
+        return hthpu.wrap_in_hpu_graph(
+            module,
+            asynchronous=asynchronous,
+            disable_tensor_cache=disable_tensor_cache,
+            dry_run=disable_tensor_cache if dry_run is None else dry_run,
+            max_graphs=max_graphs,
+        )
 
     @staticmethod
     def bridge_module() -> ModuleType:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import resource
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -20,7 +21,7 @@ import torch
 from torch.optim import Optimizer
 
 from lightning_hpu.runtime import settings
-from lightning_hpu.runtime.base import MEMORY_STAT_KEYS, HPUBackend, HPUFeatureUnavailableError
+from lightning_hpu.runtime.base import MEMORY_STAT_KEYS, GraphHandle, HPUBackend, HPUFeatureUnavailableError
 
 #: Device memory (HBM) of each generation, used as the stand-in's ``Limit``.
 _HBM_BYTES = {"GAUDI": 32 * 2**30, "GAUDI2": 96 * 2**30, "GAUDI3": 128 * 2**30}
@@ -32,10 +33,17 @@ class StandInCounters:
 
     mark_steps: int = 0
     synchronizes: int = 0
+    #: HPU graphs: captures ended, replays run, cached graphs reused, graphs added to a cache, and cached-module
+    #: calls that ran eagerly (not training, or the cache was full).
+    graph_captures: int = 0
+    graph_replays: int = 0
+    graph_cache_hits: int = 0
+    graph_cache_inserts: int = 0
+    graph_cache_uncached: int = 0
 
     def reset(self) -> None:
-        self.mark_steps = 0
-        self.synchronizes = 0
+        for name in self.__dataclass_fields__:
+            setattr(self, name, 0)
 
 
 def _resident_bytes() -> int:
@@ -164,3 +172,64 @@ class CPUStandInBackend(HPUBackend):
     def profiler_activities(self) -> list[Any]:
         # The CPU is the device here: its activity is the only one there is to record.
         return [torch.profiler.ProfilerActivity.CPU]
+
+    def new_graph(self) -> GraphHandle:
+        from lightning_hpu.runtime.cpu_graphs import StandInGraph
+
+        return StandInGraph(self.counters)
+
+    def graph_capture(
+        self, graph: GraphHandle, stream: Any = None, dry_run: bool = False
+    ) -> AbstractContextManager[Any]:
+        from lightning_hpu.runtime.cpu_graphs import StandInGraph, standin_capture
+
+        if not isinstance(graph, StandInGraph):
+            raise TypeError(f"The CPU stand-in captures into its own graphs, not into a {type(graph).__name__}.")
+        return standin_capture(graph, dry_run=dry_run, collect=True)
+
+    def make_graphed_callables(
+        self,
+        callables: Any,
+        sample_args: tuple[Any, ...],
+        warmups: int = 0,
+        allow_unused_input: bool = False,
+        asynchronous: bool = False,
+        disable_tensor_cache: bool = False,
+        dry_run: bool = False,
+    ) -> Any:
+        from lightning_hpu.runtime.cpu_graphed_callables import standin_make_graphed_callables
+
+        return standin_make_graphed_callables(
+            callables,
+            sample_args,
+            warmups=warmups,
+            allow_unused_input=allow_unused_input,
+            asynchronous=asynchronous,
+            disable_tensor_cache=disable_tensor_cache,
+            dry_run=dry_run,
+            counters=self.counters,
+        )
+
+    def module_cacher(self, max_graphs: int) -> Callable[..., torch.nn.Module]:
+        from lightning_hpu.runtime.cpu_graph_caches import StandInModuleCacher
+
+        return StandInModuleCacher(max_graphs, self.counters, lazy=self._lazy)
+
+    def wrap_in_hpu_graph(
+        self,
+        module: torch.nn.Module,
+        asynchronous: bool = False,
+        disable_tensor_cache: bool = False,
+        dry_run: bool | None = None,
+        max_graphs: int | None = None,
+    ) -> torch.nn.Module:
+        from lightning_hpu.runtime.cpu_graph_caches import standin_wrap_in_hpu_graph
+
+        return standin_wrap_in_hpu_graph(
+            module,
+            self.counters,
+            asynchronous=asynchronous,
+            disable_tensor_cache=disable_tensor_cache,
+            dry_run=dry_run,
+            max_graphs=max_graphs,
+        )

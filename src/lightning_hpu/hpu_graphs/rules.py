@@ -1,0 +1,65 @@
+"""Where HPU graphs cannot work, said before any work starts."""
+
+from __future__ import annotations
+
+import sys
+
+from torch.nn import Module
+from torch.nn.parallel import DataParallel, DistributedDataParallel
+
+from lightning_hpu.runtime import HPUBackend, require_backend, settings
+
+
+class HPUGraphsUnavailableError(RuntimeError):
+    """HPU graphs were asked for where the device cannot run them."""
+
+
+def graphs_backend() -> HPUBackend:
+    """The backend, provided it is in lazy mode: the bridge has HPU graphs only there."""
+    backend = require_backend()
+    if not backend.is_lazy():
+        raise HPUGraphsUnavailableError(
+            f"HPU graphs need lazy mode, but {settings.LAZY_MODE_ENV}=0 selects eager mode, where the bridge has no"
+            f" graphs. Unset {settings.LAZY_MODE_ENV} (or set it to 1) before starting Python, or drop HPU graphs and"
+            " use torch.compile(backend='hpu_backend') in eager mode."
+        )
+    return backend
+
+
+def is_compiled(module: Module) -> bool:
+    """Whether ``module`` is a ``torch.compile`` result or was compiled in place (``module.compile()``)."""
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")  # nothing is compiled until dynamo was imported
+    if eval_frame is not None and isinstance(module, eval_frame.OptimizedModule):
+        return True
+    return getattr(module, "_compiled_call_impl", None) is not None
+
+
+def check_not_compiled(module: Module, argument: str) -> None:
+    for name, sub in module.named_modules():
+        if is_compiled(sub):
+            where = f"its submodule {name!r}" if name else "it"
+            raise HPUGraphsUnavailableError(
+                f"`{argument}` cannot be graphed: {where} is torch.compile'd, and HPU graphs do not support"
+                " torch.compile. Use one or the other: graphs in lazy mode, or torch.compile in eager mode."
+            )
+
+
+def check_graphable_for_training(module: Module, argument: str) -> None:
+    """The bridge's rules for training graphs: no hooks, no buffers that require grad, not wrapped in DDP."""
+    check_not_compiled(module, argument)
+    if isinstance(module, (DataParallel, DistributedDataParallel)):
+        raise HPUGraphsUnavailableError(
+            f"`{argument}` is wrapped in {type(module).__name__}: graph the module first, then wrap it."
+        )
+    hooks = module._backward_hooks or module._forward_hooks or module._forward_pre_hooks
+    if hooks:
+        raise HPUGraphsUnavailableError(
+            f"`{argument}` ({type(module).__name__}) has hooks registered; the bridge graphs only modules without"
+            " hooks at the time they are passed. Remove the hooks, or register them after graphing."
+        )
+    for name, buffer in module.named_buffers():
+        if buffer.requires_grad:
+            raise HPUGraphsUnavailableError(
+                f"`{argument}` has a buffer {name!r} that requires grad; in a graphed module only parameters may be"
+                " trainable. Make it a Parameter, or call `.requires_grad_(False)` on it."
+            )

@@ -1,0 +1,139 @@
+"""Graphing modules: ``make_graphed_callables``, ``ModuleCacher`` (training) and ``wrap_in_hpu_graph`` (inference).
+
+Each checks its arguments, then hands them to the backend: the bridge's function of the same name on a Gaudi, the
+stand-in's faithful copy on the CPU.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch import Tensor
+from torch.nn import Module
+
+from lightning_hpu.hpu_graphs.rules import check_graphable_for_training, check_not_compiled, graphs_backend
+
+
+def _check_positive_int(value: Any, argument: str, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"`{argument}` must be a positive integer, got {value!r}.")
+
+
+def make_graphed_callables(
+    callables: Any,
+    sample_args: tuple[Any, ...],
+    warmups: int = 0,
+    allow_unused_input: bool = False,
+    asynchronous: bool = False,
+    disable_tensor_cache: bool = False,
+    dry_run: bool = False,
+) -> Any:
+    """Graph the forward and backward of a module or function (or a tuple of them, in the order they run).
+
+    ``sample_args`` (a tuple of tensors, or a tuple of such tuples for several callables) become the static input
+    buffers. A module gets its ``forward`` patched and is returned; a function is returned graphed. Outputs are the
+    graph's static tensors: the next call overwrites them.
+    """
+    backend = graphs_backend()
+    several = isinstance(callables, tuple)
+    funcs = callables if several else (callables,)
+    per_args = sample_args if several else (sample_args,)
+    if several and (not isinstance(sample_args, tuple) or len(sample_args) != len(funcs)):
+        raise ValueError("With a tuple of callables, `sample_args` must be a tuple holding one tuple of tensors each.")
+    for index, (func, args) in enumerate(zip(funcs, per_args, strict=True)):
+        name = f"callables[{index}]" if several else "callables"
+        if not callable(func):
+            raise TypeError(f"`{name}` must be a module or a function, got {type(func).__name__}.")
+        if isinstance(func, Module):
+            check_graphable_for_training(func, name)
+        if not isinstance(args, tuple) or not all(isinstance(a, Tensor) for a in args):
+            raise TypeError(
+                "`sample_args` must be a tuple of tensors for each callable (no other types, no keyword arguments):"
+                " wrap a single tensor as `(x,)`."
+            )
+    if isinstance(warmups, bool) or not isinstance(warmups, int) or warmups < 0:
+        raise ValueError(f"`warmups` must be a non-negative integer, got {warmups!r}.")
+    return backend.make_graphed_callables(
+        callables,
+        sample_args,
+        warmups=warmups,
+        allow_unused_input=allow_unused_input,
+        asynchronous=asynchronous,
+        disable_tensor_cache=disable_tensor_cache,
+        dry_run=dry_run,
+    )
+
+
+class ModuleCacher:
+    """Caches a training graph (forward and backward) per input shape: ``ModuleCacher(max_graphs)(model)``.
+
+    It graphs only while ``model.training and torch.is_grad_enabled()``; other calls, and calls with new input shapes
+    once ``max_graphs`` graphs are cached, run the original forward. The model is patched in place and returned.
+    """
+
+    def __init__(self, max_graphs: int = 10) -> None:
+        _check_positive_int(max_graphs, "max_graphs")
+        self.max_graphs = max_graphs
+
+    def __call__(
+        self,
+        model: Module,
+        use_lfu: bool = False,
+        inplace: bool = True,
+        allow_unused_input: bool = False,
+        asynchronous: bool = False,
+        have_grad_accumulation: bool = False,
+        log_frequency: int = 100,
+        verbose: bool = False,
+        disable_tensor_cache: bool = False,
+        dry_run: bool = False,
+    ) -> Module:
+        if not isinstance(model, Module):
+            raise TypeError(f"`model` must be a torch.nn.Module, got {type(model).__name__}.")
+        _check_positive_int(log_frequency, "log_frequency")
+        check_graphable_for_training(model, "model")
+        cacher = graphs_backend().module_cacher(self.max_graphs)
+        return cacher(
+            model,
+            use_lfu=use_lfu,
+            inplace=inplace,
+            allow_unused_input=allow_unused_input,
+            asynchronous=asynchronous,
+            have_grad_accumulation=have_grad_accumulation,
+            log_frequency=log_frequency,
+            verbose=verbose,
+            disable_tensor_cache=disable_tensor_cache,
+            dry_run=dry_run,
+        )
+
+
+def wrap_in_hpu_graph(
+    module: Module,
+    asynchronous: bool = False,
+    disable_tensor_cache: bool = False,
+    dry_run: bool | None = None,
+    max_graphs: int | None = None,
+) -> Module:
+    """Capture ``module.forward`` once per input shape and replay it afterwards (inference).
+
+    The first call with new input shapes captures and returns its outputs; later calls copy their inputs into that
+    call's input tensors and replay, returning the same output tensors (clone what you keep). Once ``max_graphs``
+    graphs are cached, new shapes run eagerly. Forward keyword ``bypass_hpu_graphs=True`` runs eagerly;
+    ``module.clear_cache()`` drops the graphs.
+    """
+    if not isinstance(module, Module):
+        raise TypeError(f"`module` must be a torch.nn.Module, got {type(module).__name__}.")
+    _check_positive_int(max_graphs, "max_graphs", allow_none=True)
+    check_not_compiled(module, "module")
+    return graphs_backend().wrap_in_hpu_graph(
+        module,
+        asynchronous=asynchronous,
+        disable_tensor_cache=disable_tensor_cache,
+        dry_run=dry_run,
+        max_graphs=max_graphs,
+    )
+
+
+__all__ = ["ModuleCacher", "make_graphed_callables", "wrap_in_hpu_graph"]

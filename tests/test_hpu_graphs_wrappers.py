@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -60,19 +62,70 @@ def test_make_graphed_callables_checks_the_bridge_rules(standin) -> None:
         make_graphed_callables(bad, (torch.randn(2, 8),))
 
 
-def test_module_cacher_captures_once_per_shape_and_trains_like_eager(standin) -> None:
-    batches = _batches([4, 6, 4, 6, 4, 8])
+def test_module_cacher_captures_once_per_shape_and_evicts_the_least_recently_used(standin) -> None:
+    batches = _batches([4, 6, 4, 6, 4, 8, 4, 6])
     eager = _mlp()
     _train(eager, batches)
     cached = ModuleCacher(max_graphs=2)(model=_mlp(), inplace=True)
+    _train(cached, batches[:6])
+    counters = standin.counters
+    # 4 and 6 captured, three hits; the 8-row batch is captured and evicts 6, the least recently used key.
+    assert (counters.graph_cache_inserts, counters.graph_cache_hits, counters.graph_cache_evictions) == (3, 3, 1)
+    assert cached.graph_cacher.num_graphs == 2
+    _train(cached, batches[6:])
+    # 4 is still cached (a hit); 6, evicted, is captured anew and evicts 8.
+    assert (counters.graph_cache_inserts, counters.graph_cache_hits, counters.graph_cache_evictions) == (4, 4, 2)
+    assert counters.graph_cache_uncached == 0
+    assert counters.graph_captures == 2 * 4  # a forward and a backward graph per insert
+    assert counters.graph_replays == 2 * len(batches)
+    assert cached.graph_cacher.num_graphs == 2
+    for a, b in zip(eager.parameters(), cached.parameters(), strict=True):
+        torch.testing.assert_close(a, b)
+
+
+def test_module_cacher_trains_like_eager_while_evicting_every_step(standin) -> None:
+    """Three alternating shapes with room for two: every step evicts a training graph and captures another."""
+    batches = _batches([3, 5, 7] * 3)
+    eager, cached = _mlp(), ModuleCacher(max_graphs=2)(_mlp())
+    _train(eager, batches)
     _train(cached, batches)
     for a, b in zip(eager.parameters(), cached.parameters(), strict=True):
         torch.testing.assert_close(a, b)
     counters = standin.counters
-    assert counters.graph_cache_inserts == 2  # shapes 4 and 6; 8 is past max_graphs
-    assert counters.graph_cache_hits == 3
-    assert counters.graph_cache_uncached == 1  # the 8-row batch ran eagerly: the bridge never evicts
-    assert counters.graph_captures == 4
+    assert (counters.graph_cache_inserts, counters.graph_cache_hits, counters.graph_cache_evictions) == (9, 0, 7)
+
+
+def test_module_cacher_eviction_keeps_a_pending_backward_valid(standin) -> None:
+    """A graph evicted between its forward and its backward still computes that backward correctly."""
+    x3, x5 = torch.randn(3, 8), torch.randn(5, 8)
+    eager, cached = _mlp(), ModuleCacher(max_graphs=1)(_mlp())
+    for model in (eager, cached):
+        (model(x3).pow(2).sum() + model(x5).pow(2).sum()).backward()  # the 5-row forward evicts the 3-row graph
+    assert standin.counters.graph_cache_evictions == 1
+    for a, b in zip(eager.parameters(), cached.parameters(), strict=True):
+        torch.testing.assert_close(a.grad, b.grad)
+
+
+def test_evicted_graphs_release_their_tensors(standin) -> None:
+    """Both caches hold the first call's inputs as static buffers; eviction drops them."""
+    first = torch.randn(3, 8)
+    held = weakref.ref(first)
+    cached = ModuleCacher(max_graphs=1)(_mlp())
+    cached(first).sum().backward()
+    del first
+    assert held() is not None  # the graph's static input
+    cached(torch.randn(5, 8)).sum().backward()
+    assert held() is None
+
+    first = torch.randn(3, 8)
+    held = weakref.ref(first)
+    wrapped = wrap_in_hpu_graph(_mlp().eval(), max_graphs=1)
+    with torch.no_grad():
+        wrapped(first)
+        del first
+        assert held() is not None
+        wrapped(torch.randn(5, 8))
+    assert held() is None
 
 
 def test_module_cacher_gradient_accumulation_needs_its_mode(standin) -> None:
@@ -143,23 +196,31 @@ def test_module_cacher_handles_keyword_and_structured_outputs(standin) -> None:
         ModuleCacher(max_graphs=0)
 
 
-def test_wrap_in_hpu_graph_replays_per_shape(standin) -> None:
+def test_wrap_in_hpu_graph_replays_per_shape_and_evicts_the_least_recently_used(standin) -> None:
     model = _mlp().eval()
     reference = _mlp().eval()
     wrapped = wrap_in_hpu_graph(model, max_graphs=2)
+    counters = standin.counters
     with torch.no_grad():
         for rows in (3, 3, 5, 3, 7):
             x = torch.randn(rows, 8)
             torch.testing.assert_close(wrapped(x), reference(x))
+        # 7 was captured and evicted 5, the least recently used key.
+        assert (counters.graph_cache_inserts, counters.graph_cache_hits, counters.graph_cache_evictions) == (3, 2, 1)
+        for rows in (5, 7, 3):  # 5 is captured anew (evicting 3), 7 hits, 3 is captured anew (evicting 5)
+            x = torch.randn(rows, 8)
+            torch.testing.assert_close(wrapped(x), reference(x))
         out = wrapped(torch.randn(3, 8), bypass_hpu_graphs=True)
     assert out.shape == (3, 4)
-    counters = standin.counters
-    assert (counters.graph_cache_inserts, counters.graph_cache_hits, counters.graph_cache_uncached) == (2, 2, 1)
-    assert counters.graph_replays == 2
+    assert (counters.graph_cache_inserts, counters.graph_cache_hits, counters.graph_cache_evictions) == (5, 3, 3)
+    assert counters.graph_cache_uncached == 0
+    assert counters.graph_captures == 5
+    assert counters.graph_replays == 3
     wrapped.clear_cache()
     with torch.no_grad():
         wrapped(torch.randn(3, 8))
-    assert counters.graph_cache_inserts == 3
+    assert counters.graph_cache_inserts == 6
+    assert counters.graph_cache_evictions == 3  # clear_cache dropped the graphs; nothing had to be evicted
 
 
 def test_wrap_in_hpu_graph_outputs_are_static(standin) -> None:

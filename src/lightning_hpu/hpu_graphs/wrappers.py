@@ -69,8 +69,11 @@ def make_graphed_callables(
 class ModuleCacher:
     """Caches a training graph (forward and backward) per input shape: ``ModuleCacher(max_graphs)(model)``.
 
-    It graphs only while ``model.training and torch.is_grad_enabled()``; other calls, and calls with new input shapes
-    once ``max_graphs`` graphs are cached, run the original forward. The model is patched in place and returned.
+    It graphs only while ``model.training and torch.is_grad_enabled()``; other calls run the original forward. A new
+    input shape arriving when ``max_graphs`` graphs are cached evicts the least recently used graph and is captured
+    (on a Gaudi the bridge's own cache policy applies); with ``use_lfu=True`` only the most frequent shapes counted
+    between ``model.capture_start()`` and ``model.capture_end()`` are graphed. The model is patched in place and
+    returned.
     """
 
     def __init__(self, max_graphs: int = 10) -> None:
@@ -119,8 +122,9 @@ def wrap_in_hpu_graph(
     """Capture ``module.forward`` once per input shape and replay it afterwards (inference).
 
     The first call with new input shapes captures and returns its outputs; later calls copy their inputs into that
-    call's input tensors and replay, returning the same output tensors (clone what you keep). Once ``max_graphs``
-    graphs are cached, new shapes run eagerly. Forward keyword ``bypass_hpu_graphs=True`` runs eagerly;
+    call's input tensors and replay, returning the same output tensors (clone what you keep). With ``max_graphs``
+    set, a new shape arriving at a full cache evicts the least recently used graph and is captured (on a Gaudi the
+    bridge's own cache policy applies). Forward keyword ``bypass_hpu_graphs=True`` runs eagerly;
     ``module.clear_cache()`` drops the graphs.
     """
     if not isinstance(module, Module):

@@ -33,13 +33,15 @@ class StandInCounters:
 
     mark_steps: int = 0
     synchronizes: int = 0
-    #: HPU graphs: captures ended, replays run, cached graphs reused, graphs added to a cache, and cached-module
-    #: calls that ran eagerly (not training, or the cache was full).
+    #: HPU graphs: captures ended, replays run, cached graphs reused, graphs added to a cache, cached-module calls
+    #: that ran eagerly (not training, or a key outside ``use_lfu``'s kept set), and least recently used graphs
+    #: evicted to make room past ``max_graphs``.
     graph_captures: int = 0
     graph_replays: int = 0
     graph_cache_hits: int = 0
     graph_cache_inserts: int = 0
     graph_cache_uncached: int = 0
+    graph_cache_evictions: int = 0
 
     def reset(self) -> None:
         for name in self.__dataclass_fields__:

@@ -1,15 +1,19 @@
 """The stand-in's graph caches: ``ModuleCacher`` (training) and ``wrap_in_hpu_graph`` (inference).
 
 Both patch ``module.forward`` in place and keep one graph per input key: tensor shapes, dtypes and strides, the
-autocast state, and every other argument by value. They follow the bridge's rules:
+autocast state, and every other argument by value. Both hold at most ``max_graphs`` graphs: a new key arriving at a
+full cache evicts the least recently used graph (the cache drops every reference to it, so its captured tensors are
+freed once nothing else holds them) and is captured, as this package specifies. On a Gaudi the bridge's own cache
+policy applies.
 
 - ``wrap_in_hpu_graph`` captures on the first call with a new key and returns that call's outputs; later calls copy
   their inputs into the first call's input tensors (unless ``disable_tensor_cache``) and replay, returning the same
-  output tensors. Once ``max_graphs`` graphs are cached, calls with new keys run eagerly; nothing is evicted.
+  output tensors. An evicted key seen again is captured anew.
 - ``ModuleCacher`` graphs forward and backward (``make_graphed_callables``) per key, only while
-  ``model.training and torch.is_grad_enabled()`` in lazy mode; otherwise it runs the original forward. It caches
-  up to ``max_graphs`` keys; further keys run eagerly (nothing is evicted). With ``use_lfu`` it caches only the
-  ``max_graphs`` most frequent keys seen between ``model.capture_start()`` and ``model.capture_end()``.
+  ``model.training and torch.is_grad_enabled()`` in lazy mode; otherwise it runs the original forward. An evicted
+  graph whose backward is still pending stays alive through autograd's saved context until that backward ran, so
+  eviction never breaks a step. With ``use_lfu`` it instead caches only the ``max_graphs`` most frequent keys seen
+  between ``model.capture_start()`` and ``model.capture_end()`` (other keys run eagerly; nothing is evicted).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import copy
 import inspect
 import logging
 import os
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import fields, is_dataclass
 from typing import Any, Protocol
@@ -43,6 +47,7 @@ class CacheCounters(GraphCounters, Protocol):
     graph_cache_hits: int
     graph_cache_inserts: int
     graph_cache_uncached: int
+    graph_cache_evictions: int
 
 
 def input_key(obj: Any) -> Any:
@@ -75,6 +80,15 @@ def _copy_into(static: list[Tensor], given: list[Tensor]) -> None:
             dst.copy_(src)
 
 
+def _make_room(cache: OrderedDict[Any, Any], max_graphs: int | None, counters: CacheCounters) -> list[Any]:
+    """Evict least recently used graphs until a new one fits; returns them so the caller can release them."""
+    evicted = []
+    while max_graphs is not None and len(cache) >= max_graphs:
+        evicted.append(cache.popitem(last=False)[1])
+        counters.graph_cache_evictions += 1
+    return evicted
+
+
 def _env_flag(name: str, default: bool) -> bool:
     value = os.environ.get(name)
     return default if value is None else value == "1"
@@ -98,7 +112,7 @@ def standin_wrap_in_hpu_graph(
 ) -> Module:
     """Patch ``module.forward`` to capture once per input key and replay afterwards."""
     original = module.forward
-    cache: dict[Any, _InferenceGraph] = {}
+    cache: OrderedDict[Any, _InferenceGraph] = OrderedDict()
     no_tensor_cache = _env_flag(DISABLE_TENSOR_CACHE_ENV, disable_tensor_cache)
 
     def forward(*args: Any, **kwargs: Any) -> Any:
@@ -109,9 +123,7 @@ def standin_wrap_in_hpu_graph(
         key = call_key(args, kwargs)
         cached = cache.get(key)
         if cached is None:
-            if max_graphs is not None and len(cache) >= max_graphs:
-                counters.graph_cache_uncached += 1
-                return original(*args, **kwargs)
+            _make_room(cache, max_graphs, counters)
             leaves, spec = tree_flatten((args, kwargs))
             if no_tensor_cache:
                 # The graph keeps its own input buffers instead of holding on to the caller's tensors.
@@ -124,6 +136,7 @@ def standin_wrap_in_hpu_graph(
             counters.graph_cache_inserts += 1
             return outputs
         counters.graph_cache_hits += 1
+        cache.move_to_end(key)
         if not warmup_mode:
             given = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, Tensor)]
             _copy_into(cached.inputs, given)
@@ -179,7 +192,7 @@ class StandInModuleCacher:
         self.max_graphs = max_graphs
         self._counters = counters
         self._lazy = lazy
-        self._graphs: dict[Any, tuple[_FlatForward, Callable[..., Any]]] = {}
+        self._graphs: OrderedDict[Any, tuple[_FlatForward, Callable[..., Any]]] = OrderedDict()
         self._profiled: Counter[Any] = Counter()
         self._priority: set[Any] = set()
         self._profiling = False
@@ -231,9 +244,14 @@ class StandInModuleCacher:
                 entry = self._graphs.get(key)
                 if entry is not None:
                     self._counters.graph_cache_hits += 1
+                    self._graphs.move_to_end(key)
                     return _call(entry, call_args, call_kwargs)
-                full = len(self._graphs) >= self.max_graphs
-                if (key in self._priority) if use_lfu else not full:
+                if not use_lfu or key in self._priority:
+                    if not use_lfu:
+                        for flat, _ in _make_room(self._graphs, self.max_graphs, self._counters):
+                            # The patched forward closes over ``flat``; dropping it breaks that cycle, so the graph's
+                            # tensors are freed at once (or when a pending backward that still holds them has run).
+                            del flat.forward
                     entry = self._insert(key, model, original, call_args, call_kwargs)
                     return _call(entry, call_args, call_kwargs)
             self._counters.graph_cache_uncached += 1

@@ -307,7 +307,7 @@ def _checks(rank: int, world_size: int) -> dict[str, Any]:
 def _worker(rank: int, world_size: int, port: int, out_dir: str) -> None:
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
-    torch.set_num_threads(1)  # as DataLoader's forked workers do: no OpenMP pool inherited across fork
+    torch.set_num_threads(1)  # two workers share the machine's cores
     try:
         register_hccl_standin_backend()
         dist.init_process_group("hccl", rank=rank, world_size=world_size, timeout=timedelta(seconds=60))
@@ -323,10 +323,9 @@ def _worker(rank: int, world_size: int, port: int, out_dir: str) -> None:
 @pytest.mark.multiprocess
 def test_two_processes_over_hccl_standin(tmp_path: Path) -> None:
     world_size = 2
-    # Forked workers start at once; spawned ones would each import torch and Lightning again (seconds each).
-    start_method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+    # Spawned, not forked: forking a process whose torch threads hold locks can deadlock the child.
     mp.start_processes(
-        _worker, args=(world_size, _free_port(), str(tmp_path)), nprocs=world_size, join=True, start_method=start_method
+        _worker, args=(world_size, _free_port(), str(tmp_path)), nprocs=world_size, join=True, start_method="spawn"
     )
     results = [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in range(world_size)]
     for rank, res in enumerate(results):

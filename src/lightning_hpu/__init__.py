@@ -9,7 +9,7 @@ from lightning_hpu.accelerator import HPUAccelerator
 from lightning_hpu.plugins import HPUCheckpointIO, HPUPrecisionPlugin
 from lightning_hpu.registration import register_all
 from lightning_hpu.runtime import HPUNotAvailableError, get_backend
-from lightning_hpu.strategies import SingleHPUStrategy, mark_step
+from lightning_hpu.strategies import HPUParallelStrategy, SingleHPUStrategy, mark_step
 
 __version__ = "0.1.0"
 
@@ -17,6 +17,7 @@ __all__ = [
     "HPUAccelerator",
     "HPUCheckpointIO",
     "HPUNotAvailableError",
+    "HPUParallelStrategy",
     "HPUPrecisionPlugin",
     "SingleHPUStrategy",
     "__version__",

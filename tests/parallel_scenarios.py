@@ -35,22 +35,26 @@ FEATURES = 5
 LR = 0.2
 CLIP = 0.05  # small enough that clipping is active on every step
 
-# Python-level collectives seen by this process: (name, op, dtype).
-SEEN: list[tuple[str, str, str]] = []
+# Python-level collectives seen by this process: (calling module, collective, op, dtype).
+SEEN: set[tuple[str, str, str, str]] = set()
+SPYING = [True]
 
 
 def _spy(name: str) -> None:
     original = getattr(dist, name)
 
-    def wrapper(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
-        op = kwargs.get("op", args[0] if name == "all_reduce" and args else None)
-        SEEN.append((name, str(op), str(tensor.dtype)))
-        return original(tensor, *args, **kwargs)
+    def wrapper(first: Any, *args: Any, **kwargs: Any) -> Any:
+        if SPYING[0]:
+            tensor = args[0] if name == "all_gather" else first  # all_gather(outputs, tensor)
+            op = kwargs.get("op", args[0] if name == "all_reduce" and args else "default")
+            caller = sys._getframe(1).f_globals.get("__name__", "?")
+            SEEN.add((caller, name, str(op), str(tensor.dtype)))
+        return original(first, *args, **kwargs)
 
     setattr(dist, name, wrapper)
 
 
-for _name in ("all_reduce", "broadcast"):
+for _name in ("all_reduce", "broadcast", "all_gather"):
     _spy(_name)
 
 # Fast DDP's gradient all-reduces, counted per fit.
@@ -197,11 +201,13 @@ def collectives_checks(strategy: HPUParallelStrategy) -> dict[str, Any]:
     results["int_gather"] = [gathered.tolist(), str(gathered.dtype)]
     results["reduce_decision"] = strategy.reduce_boolean_decision(rank == 0, all=False)
     # What Lightning's own DDP reduce would send: the HCCL stand-in must refuse it.
+    SPYING[0] = False
     try:
         _sync_ddp(torch.ones(1), reduce_op="mean")
         results["lightning_mean"] = "accepted"
     except RuntimeError as error:
         results["lightning_mean"] = str(error)
+    SPYING[0] = True
     return results
 
 
@@ -216,7 +222,7 @@ def fabric_checks(devices: int, num_nodes: int) -> dict[str, Any]:
     optimizer.step()
     gathered = fabric.all_gather(torch.tensor(flat_weights(net)))
     return {
-        "strategy": type(fabric.strategy).__name__,
+        "strategy_class": type(fabric.strategy).__name__,
         "max_diff_between_ranks": float((gathered - gathered[0]).abs().max()),
         "mean": float(fabric.all_reduce(torch.tensor(10.0 * fabric.global_rank + 1.0), reduce_op="mean")),
         "broadcast": fabric.broadcast(f"from {fabric.global_rank}", src=1),
@@ -236,7 +242,7 @@ def main() -> None:
     results["fast_accumulate"] = fit(devices, num_nodes, accumulate=3, clip=CLIP, fast_ddp=True)
     results["collectives"] = collectives_checks(results["fast_accumulate"]["strategy"])
     results["fabric"] = fabric_checks(devices, num_nodes)
-    results["python_collectives"] = sorted(set(SEEN))
+    results["python_collectives"] = sorted(SEEN)
     for scenario in results.values():
         if isinstance(scenario, dict):
             scenario.pop("strategy", None)

@@ -127,8 +127,11 @@ class Model(LightningModule):
     def train_dataloader(self) -> DataLoader:
         # Rank r feeds rows [r*B, (r+1)*B) of every global micro-batch of 2*B rows.
         data = make_data(self.accumulate).reshape(-1, WORLD, MICRO_BATCH, FEATURES + 1)[:, self.global_rank]
-        return DataLoader(TensorDataset(data.reshape(-1, FEATURES + 1)), batch_size=MICRO_BATCH,
-                          collate_fn=lambda rows: torch.stack([row[0] for row in rows]))
+        return DataLoader(
+            TensorDataset(data.reshape(-1, FEATURES + 1)),
+            batch_size=MICRO_BATCH,
+            collate_fn=lambda rows: torch.stack([row[0] for row in rows]),
+        )
 
 
 class Observe(Callback):
@@ -233,7 +236,12 @@ def main() -> None:
     out, devices, num_nodes = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
     results: dict[str, Any] = {}
     results["ddp"] = fit(
-        devices, num_nodes, accumulate=1, clip=CLIP, bucket_cap_mb=1, gradient_as_bucket_view=True,
+        devices,
+        num_nodes,
+        accumulate=1,
+        clip=CLIP,
+        bucket_cap_mb=1,
+        gradient_as_bucket_view=True,
         ddp_comm_hook=counting_hook,
     )
     results["ddp"]["hook_calls"] = HOOK_CALLS[0]

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 import torch
 import torch.distributed as dist
+from torch._C._distributed_c10d import AllgatherOptions as _AllgatherOptions  # not re-exported in the stubs
 from torch.distributed import ReduceOp
 
 from lightning_hpu.runtime.base import HCCL_REDUCE_OPS
@@ -225,16 +226,16 @@ class HCCLStandInProcessGroup(dist.ProcessGroup):
             return self._gloo_any.broadcast([tensors], options)
         return self._gloo_any.broadcast(list(tensors), opts if opts is not None else dist.BroadcastOptions())
 
-    def allgather(self, output_tensors: Any, input_tensors: Any, opts: Any = None) -> dist.Work:  # type: ignore[override]
+    def allgather(self, output_tensors: Any, input_tensors: Any, opts: Any = None) -> dist.Work:
         if isinstance(input_tensors, torch.Tensor):  # the ``allgather(outputs, input)`` overload
             output_tensors, input_tensors = [list(output_tensors)], [input_tensors]
-        options = opts if opts is not None else dist.AllgatherOptions()
+        options = opts if opts is not None else _AllgatherOptions()
         return self._gloo_any.allgather(output_tensors, input_tensors, options)
 
-    def _allgather_base(self, output: Any, input: Any, opts: Any = None) -> dist.Work:  # type: ignore[override]
-        return self._gloo_any._allgather_base(output, input, opts if opts is not None else dist.AllgatherOptions())
+    def _allgather_base(self, output: Any, input: Any, opts: Any = None) -> dist.Work:
+        return self._gloo_any._allgather_base(output, input, opts if opts is not None else _AllgatherOptions())
 
-    def barrier(self, opts: Any = None) -> dist.Work:  # type: ignore[override]
+    def barrier(self, opts: Any = None) -> dist.Work:
         return self._gloo_any.barrier(opts if opts is not None else dist.BarrierOptions())
 
 

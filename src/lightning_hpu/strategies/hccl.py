@@ -49,9 +49,7 @@ class HCCLCollectivesHooks(DDPStrategy):
         return None
 
     @override
-    def reduce(
-        self, tensor: Tensor, group: Any | None = None, reduce_op: ReduceOp | str | None = "mean"
-    ) -> Tensor:
+    def reduce(self, tensor: Tensor, group: Any | None = None, reduce_op: ReduceOp | str | None = "mean") -> Tensor:
         """Reduce ``tensor`` over processes (``"mean"`` by default) with ops HCCL runs; non-tensors pass through."""
         if isinstance(tensor, Tensor):
             return collectives.all_reduce(tensor, group=group, reduce_op=reduce_op)

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 SCRIPT = Path(__file__).with_name("parallel_scenarios.py")
-SRC = Path(__file__).resolve().parents[1] / "src"
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src"
 STEPS = 3  # parallel_scenarios.STEPS
 HCCL_REFUSAL = "Unsupported ReduceOp for HCCL process group"
 _LAUNCH_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "WORLD_SIZE", "LOCAL_RANK", "RANK", "GROUP_RANK")
@@ -115,3 +116,17 @@ def test_two_devices_and_two_nodes(tmp_path: Path) -> None:
     for topology in ("devices", "nodes"):
         for rank in (0, 1):
             _check_rank(json.loads((tmp_path / topology / f"rank{rank}.json").read_text()))
+
+
+@pytest.mark.multiprocess
+def test_multi_hpu_example_runs_on_two_standin_devices() -> None:
+    arguments = ["--devices", "2", "--max-steps", "2", "--fast-ddp", "--accumulate", "2"]
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "multi_hpu.py"), *arguments],
+        env=_env(2),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    assert "trained on 2 HPUs" in result.stdout

@@ -15,7 +15,7 @@ from lightning_hpu.plugins import HPUCheckpointIO, HPUPrecisionPlugin
 from lightning_hpu.profiler import HPUProfiler
 from lightning_hpu.registration import register_all
 from lightning_hpu.runtime import HPUFeatureUnavailableError, HPUNotAvailableError, get_backend
-from lightning_hpu.strategies import SingleHPUStrategy, mark_step
+from lightning_hpu.strategies import HPUParallelStrategy, SingleHPUStrategy, mark_step
 
 __version__ = "0.1.0"
 
@@ -26,6 +26,7 @@ __all__ = [
     "HPUGraph",
     "HPUGraphs",
     "HPUNotAvailableError",
+    "HPUParallelStrategy",
     "HPUPrecision",
     "HPUPrecisionPlugin",
     "HPUProfiler",

@@ -10,8 +10,9 @@ from lightning.pytorch.strategies import StrategyRegistry
 from lightning_hpu import integration
 from lightning_hpu.accelerator import HPUAccelerator
 from lightning_hpu.fabric.accelerator import HPUAccelerator as FabricHPUAccelerator
+from lightning_hpu.fabric.strategies import HPUParallelStrategy as FabricHPUParallelStrategy
 from lightning_hpu.fabric.strategies import SingleHPUStrategy as FabricSingleHPUStrategy
-from lightning_hpu.strategies import SingleHPUStrategy
+from lightning_hpu.strategies import HPUParallelStrategy, SingleHPUStrategy
 
 
 def register_all() -> None:
@@ -20,10 +21,10 @@ def register_all() -> None:
         HPUAccelerator.register_accelerators(AcceleratorRegistry)
     if "hpu" not in FABRIC_ACCELERATOR_REGISTRY:
         FabricHPUAccelerator.register_accelerators(FABRIC_ACCELERATOR_REGISTRY)
-    for strategy_cls in (SingleHPUStrategy,):
+    for strategy_cls in (SingleHPUStrategy, HPUParallelStrategy):
         if strategy_cls.strategy_name not in StrategyRegistry:
             strategy_cls.register_strategies(StrategyRegistry)
-    for fabric_strategy_cls in (FabricSingleHPUStrategy,):
+    for fabric_strategy_cls in (FabricSingleHPUStrategy, FabricHPUParallelStrategy):
         if fabric_strategy_cls.strategy_name not in FABRIC_STRATEGY_REGISTRY:
             fabric_strategy_cls.register_strategies(FABRIC_STRATEGY_REGISTRY)
     integration.install()

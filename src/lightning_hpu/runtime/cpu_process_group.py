@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 import torch
 import torch.distributed as dist
+from torch._C._distributed_c10d import AllgatherOptions as _AllgatherOptions  # not re-exported in the stubs
 from torch.distributed import ReduceOp
 
 from lightning_hpu.runtime.base import HCCL_REDUCE_OPS
@@ -124,6 +125,7 @@ class HCCLStandInProcessGroup(dist.ProcessGroup):
         self._set_default_backend(dist.ProcessGroup.BackendType.GLOO)
         self._register_backend(torch.device("cpu"), dist.ProcessGroup.BackendType.GLOO, gloo)
         self._gloo = cast(_GlooReductions, gloo)
+        self._gloo_any: Any = gloo
 
     def getBackendName(self) -> str:
         return HCCL_BACKEND_NAME
@@ -212,6 +214,29 @@ class HCCLStandInProcessGroup(dist.ProcessGroup):
         for work in works[:-1]:
             work.wait()
         return works[-1]
+
+    # --- collectives without a reduce op: run by gloo directly ---------------------------------------
+    # Left to ``ProcessGroup``'s C++ implementation, broadcast and allgather deadlock now and then on
+    # torch 2.13 (seen within a few hundred calls between two processes); calling gloo avoids it.
+
+    def broadcast(self, tensors: Any, opts: Any = None) -> dist.Work:  # type: ignore[override]
+        if isinstance(tensors, torch.Tensor):  # the ``broadcast(tensor, root)`` overload
+            options = dist.BroadcastOptions()
+            options.rootRank = int(opts or 0)
+            return self._gloo_any.broadcast([tensors], options)
+        return self._gloo_any.broadcast(list(tensors), opts if opts is not None else dist.BroadcastOptions())
+
+    def allgather(self, output_tensors: Any, input_tensors: Any, opts: Any = None) -> dist.Work:
+        if isinstance(input_tensors, torch.Tensor):  # the ``allgather(outputs, input)`` overload
+            output_tensors, input_tensors = [list(output_tensors)], [input_tensors]
+        options = opts if opts is not None else _AllgatherOptions()
+        return self._gloo_any.allgather(output_tensors, input_tensors, options)
+
+    def _allgather_base(self, output: Any, input: Any, opts: Any = None) -> dist.Work:
+        return self._gloo_any._allgather_base(output, input, opts if opts is not None else _AllgatherOptions())
+
+    def barrier(self, opts: Any = None) -> dist.Work:
+        return self._gloo_any.barrier(opts if opts is not None else dist.BarrierOptions())
 
 
 def _create_hccl_standin(store: Store, group_rank: int, group_size: int, timeout: timedelta) -> HCCLStandInProcessGroup:

@@ -1,6 +1,15 @@
 """HPU strategies for the Lightning Trainer."""
 
+from lightning_hpu.strategies.hccl import FabricHCCLCollectivesHooks, HCCLCollectivesHooks
 from lightning_hpu.strategies.lazy_mode import HPUStrategyHooks, mark_step
+from lightning_hpu.strategies.parallel import HPUParallelStrategy
 from lightning_hpu.strategies.single import SingleHPUStrategy
 
-__all__ = ["HPUStrategyHooks", "SingleHPUStrategy", "mark_step"]
+__all__ = [
+    "FabricHCCLCollectivesHooks",
+    "HCCLCollectivesHooks",
+    "HPUParallelStrategy",
+    "HPUStrategyHooks",
+    "SingleHPUStrategy",
+    "mark_step",
+]

@@ -1,0 +1,196 @@
+"""Collectives that HCCL accepts, written once for every HPU strategy (DDP, fast DDP, DeepSpeed; Trainer and Fabric).
+
+HCCL, Gaudi's collective library, differs from NCCL and gloo in ways a strategy must hide from users:
+
+* it reduces with ``SUM``, ``MIN``, ``MAX`` and ``PRODUCT`` only: a mean is a ``SUM`` followed by a division;
+* it does not move ``int64`` tensors natively in lazy mode: they travel as ``int32`` and are restored afterwards
+  (values must fit in 32 bits; counts and flags always do);
+* ``torch.distributed.broadcast_object_list`` sends its sizes as ``int64``: :func:`broadcast_object` sends them as
+  ``int32`` and the pickled payload as ``uint8``.
+
+Every function works on any initialized process group (the stand-in's ``"hccl"`` one included) and is a no-op
+without one.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterable, Sequence
+from typing import Any, TypeVar
+
+import torch
+import torch.distributed as dist
+from lightning.fabric.utilities.distributed import _all_gather_ddp_if_available, _distributed_is_initialized
+from torch import Tensor
+from torch.distributed import ReduceOp
+
+from lightning_hpu.runtime import HCCL_REDUCE_OPS, require_backend
+
+T = TypeVar("T")
+
+#: Names (any case) of the reductions that HCCL runs as ``SUM`` then a division by the world size.
+MEAN_NAMES = frozenset({"mean", "avg"})
+
+_NAMED_OPS = {"sum": ReduceOp.SUM, "min": ReduceOp.MIN, "max": ReduceOp.MAX, "product": ReduceOp.PRODUCT}
+
+#: dtypes that HCCL does not carry natively, and the dtype they travel as.
+_WIRE_DTYPES = {torch.int64: torch.int32}
+
+
+def initialize_hccl(world_size: int, global_rank: int, local_rank: int) -> str:
+    """Prepare this process for collectives (``initialize_distributed_hpu`` on a Gaudi) and return the backend name.
+
+    Must run before ``torch.distributed.init_process_group``: on a Gaudi it registers ``"hccl"`` and binds the
+    process to the HPU of its local rank.
+    """
+    backend = require_backend()
+    backend.initialize_distributed(world_size, global_rank, local_rank)
+    return backend.process_group_backend
+
+
+def hccl_reduce_op(reduce_op: ReduceOp | ReduceOp.RedOpType | str | None) -> tuple[ReduceOp.RedOpType, bool]:
+    """Translate a Lightning ``reduce_op`` into ``(op HCCL accepts, whether to divide by the world size after)``.
+
+    ``None`` means ``SUM`` (Lightning's default for ``_sync_ddp``); ``"mean"``, ``"avg"`` and ``ReduceOp.AVG`` mean
+    ``SUM`` then a division. Ops HCCL cannot run (``PREMUL_SUM``, the bitwise ones) are refused here, before any
+    process waits on a collective that would fail on the device.
+    """
+    if reduce_op is None:
+        return ReduceOp.SUM, False
+    if isinstance(reduce_op, str):
+        name = reduce_op.lower()
+        if name in MEAN_NAMES:
+            return ReduceOp.SUM, True
+        if name in _NAMED_OPS:
+            return _NAMED_OPS[name], False
+        raise ValueError(
+            f"reduce_op={reduce_op!r} is not a reduction HCCL can run; use 'mean', 'sum', 'min', 'max' or 'product'."
+        )
+    # A ``ReduceOp`` object carries its ``RedOpType`` in ``op``; the sets and comparisons below use the latter.
+    op: Any = getattr(reduce_op, "op", reduce_op)
+    if op == ReduceOp.AVG:
+        return ReduceOp.SUM, True
+    if op in HCCL_REDUCE_OPS:
+        return op, False
+    raise ValueError(
+        f"reduce_op={reduce_op!r} is not supported by HCCL; use ReduceOp.SUM, MIN, MAX, PRODUCT or 'mean'."
+    )
+
+
+def _to_wire(tensor: Tensor) -> Tensor:
+    wire_dtype = _WIRE_DTYPES.get(tensor.dtype)
+    return tensor if wire_dtype is None else tensor.to(wire_dtype)
+
+
+def _divide_(tensor: Tensor, divisor: int) -> Tensor:
+    if tensor.is_floating_point() or tensor.is_complex():
+        return tensor.div_(divisor)
+    # Integers keep their dtype, truncated like Lightning's own mean of integer tensors.
+    return tensor.copy_(torch.div(tensor, divisor, rounding_mode="trunc"))
+
+
+def all_reduce(tensor: Tensor, group: Any | None = None, reduce_op: ReduceOp | str | None = "mean") -> Tensor:
+    """Reduce ``tensor`` over ``group`` in place and return it, the way HCCL can (see the module docstring)."""
+    op, divide = hccl_reduce_op(reduce_op)
+    if not _distributed_is_initialized():
+        return tensor
+    group = dist.group.WORLD if group is None else group
+    wire = _to_wire(tensor)
+    dist.all_reduce(wire, op=op, group=group)
+    if divide:
+        _divide_(wire, dist.get_world_size(group))
+    if wire is not tensor:
+        tensor.copy_(wire)
+    return tensor
+
+
+def all_gather(tensor: Tensor, group: Any | None = None, sync_grads: bool = False) -> Tensor:
+    """Gather ``tensor`` from every process into a tensor of shape ``(world_size, *tensor.shape)``."""
+    if not _distributed_is_initialized():
+        return tensor
+    wire = _to_wire(tensor)
+    gathered = _all_gather_ddp_if_available(wire, group=group, sync_grads=sync_grads)
+    return gathered if wire is tensor else gathered.to(tensor.dtype)
+
+
+def broadcast_object(obj: T, src: int = 0, group: Any | None = None, device: torch.device | None = None) -> T:
+    """Send a picklable object from global rank ``src`` to every process of ``group`` and return it.
+
+    The object travels as a ``uint8`` tensor and its length as an ``int32`` one, on ``device`` (the HPU of this
+    process by default), so nothing reaches HCCL in a dtype it does not carry.
+    """
+    if not _distributed_is_initialized():
+        return obj
+    device = require_backend().torch_device() if device is None else device
+    is_source = dist.get_rank() == src
+    if is_source:
+        payload = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8).to(device)
+        size = torch.tensor([payload.numel()], dtype=torch.int32, device=device)
+    else:
+        size = torch.zeros(1, dtype=torch.int32, device=device)
+    dist.broadcast(size, src=src, group=group)
+    if not is_source:
+        payload = torch.empty(int(size.item()), dtype=torch.uint8, device=device)
+    dist.broadcast(payload, src=src, group=group)
+    if is_source:
+        return obj
+    received: T = pickle.loads(payload.cpu().numpy().tobytes())
+    return received
+
+
+def _by_dtype(tensors: Iterable[Tensor]) -> dict[torch.dtype, list[Tensor]]:
+    buckets: dict[torch.dtype, list[Tensor]] = {}
+    for tensor in tensors:
+        buckets.setdefault(tensor.dtype, []).append(tensor)
+    return buckets
+
+
+def _copy_from_flat_(flat: Tensor, tensors: Sequence[Tensor]) -> None:
+    offset = 0
+    for tensor in tensors:
+        count = tensor.numel()
+        tensor.copy_(flat[offset : offset + count].view_as(tensor))
+        offset += count
+
+
+@torch.no_grad()
+def broadcast_tensors_(tensors: Iterable[Tensor], src: int = 0, group: Any | None = None) -> None:
+    """Overwrite ``tensors`` in place with those of global rank ``src``: one flat broadcast per dtype."""
+    if not _distributed_is_initialized():
+        return
+    for dtype_tensors in _by_dtype(tensors).values():
+        flat = _to_wire(torch.cat([tensor.detach().reshape(-1) for tensor in dtype_tensors]))
+        dist.broadcast(flat, src=src, group=group)
+        _copy_from_flat_(flat, [tensor.detach() for tensor in dtype_tensors])
+
+
+def broadcast_module_states_(module: torch.nn.Module, src: int = 0, group: Any | None = None) -> None:
+    """Give every replica the parameters and buffers of global rank ``src`` (what DDP does when it wraps)."""
+    broadcast_tensors_([*module.parameters(), *module.buffers()], src=src, group=group)
+
+
+@torch.no_grad()
+def all_reduce_gradients_(parameters: Iterable[torch.nn.Parameter], group: Any | None = None) -> int:
+    """Average the gradients of ``parameters`` over ``group`` with one fused ``SUM`` per dtype; return the count.
+
+    Each dtype's gradients are packed into one flat buffer, pre-scaled by ``1 / world_size`` (so half-precision
+    sums do not overflow), summed across processes, and copied back. A trainable parameter without a gradient
+    contributes zeros and receives the reduced gradient, so every process sends the same layout.
+    """
+    trainable = [parameter for parameter in parameters if parameter.requires_grad]
+    if not _distributed_is_initialized() or not trainable:
+        return 0
+    group = dist.group.WORLD if group is None else group
+    scale = 1.0 / dist.get_world_size(group)
+    for parameter in trainable:
+        if parameter.grad is None:
+            parameter.grad = torch.zeros_like(parameter)
+    grads = [parameter.grad for parameter in trainable if parameter.grad is not None]
+    collectives = 0
+    for dtype_grads in _by_dtype(grads).values():
+        flat = torch.cat([grad.reshape(-1) for grad in dtype_grads])
+        flat.mul_(scale)
+        dist.all_reduce(flat, op=ReduceOp.SUM, group=group)
+        _copy_from_flat_(flat, dtype_grads)
+        collectives += 1
+    return collectives

@@ -1,0 +1,100 @@
+"""HCCL process groups for Lightning's DDP-derived strategies, written once for the Trainer and Fabric.
+
+Mix :class:`HCCLCollectivesHooks` (Trainer) or :class:`FabricHCCLCollectivesHooks` (Fabric) in before a
+``DDPStrategy`` subclass (``HPUParallelStrategy``, the DeepSpeed strategy) to get:
+
+* ``initialize_distributed_hpu`` with the ranks of Lightning's cluster environment before the process group, and
+  the backend's process-group name (``"hccl"``) unless one was passed;
+* a process group created without ``device_id`` (the HPU of a process is the unindexed ``hpu`` device, which
+  ``init_process_group`` refuses as ``device_id``);
+* ``reduce``/``all_reduce``, ``all_gather`` and ``broadcast`` through :mod:`lightning_hpu.strategies.collectives`,
+  so no ``AVG`` reduce and no ``int64`` tensor ever reaches HCCL.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lightning.fabric.strategies import DDPStrategy as FabricDDPStrategy
+from lightning.fabric.utilities.distributed import _init_dist_connection
+from lightning.fabric.utilities.seed import reset_seed
+from lightning.fabric.utilities.types import ReduceOp
+from lightning.pytorch.strategies import DDPStrategy
+from lightning.pytorch.strategies.strategy import TBroadcast
+from torch import Tensor
+from typing_extensions import override
+
+from lightning_hpu.strategies import collectives
+
+
+class HCCLCollectivesHooks(DDPStrategy):
+    """Trainer mixin: HCCL process group and HCCL-safe collectives for a ``DDPStrategy`` subclass."""
+
+    @override
+    def setup_distributed(self) -> None:
+        reset_seed()
+        self.set_world_ranks()
+        self._process_group_backend = self._get_process_group_backend()
+        assert self.cluster_environment is not None
+        _init_dist_connection(self.cluster_environment, self._process_group_backend, timeout=self._timeout)
+
+    @override
+    def _get_process_group_backend(self) -> str:
+        backend = collectives.initialize_hccl(self.world_size, self.global_rank, self.local_rank)
+        return self._process_group_backend or backend
+
+    @override
+    def determine_ddp_device_ids(self) -> list[int] | None:
+        # The bridge binds each process to its HPU; DDP is given no device index.
+        return None
+
+    @override
+    def reduce(self, tensor: Tensor, group: Any | None = None, reduce_op: ReduceOp | str | None = "mean") -> Tensor:
+        """Reduce ``tensor`` over processes (``"mean"`` by default) with ops HCCL runs; non-tensors pass through."""
+        if isinstance(tensor, Tensor):
+            return collectives.all_reduce(tensor, group=group, reduce_op=reduce_op)
+        return tensor
+
+    @override
+    def all_gather(self, tensor: Tensor, group: Any | None = None, sync_grads: bool = False) -> Tensor:
+        return collectives.all_gather(tensor, group=group, sync_grads=sync_grads)
+
+    @override
+    def broadcast(self, obj: TBroadcast, src: int = 0) -> TBroadcast:
+        return collectives.broadcast_object(obj, src=src, device=self.root_device)
+
+
+class FabricHCCLCollectivesHooks(FabricDDPStrategy):
+    """Fabric mixin: HCCL process group and HCCL-safe collectives for a Fabric ``DDPStrategy`` subclass."""
+
+    @override
+    def _setup_distributed(self) -> None:
+        self._set_world_ranks()
+        self._process_group_backend = self._get_process_group_backend()
+        assert self.cluster_environment is not None
+        _init_dist_connection(self.cluster_environment, self._process_group_backend, timeout=self._timeout)
+
+    @override
+    def _get_process_group_backend(self) -> str:
+        backend = collectives.initialize_hccl(self.world_size, self.global_rank, self.local_rank)
+        return self._process_group_backend or backend
+
+    @override
+    def _determine_ddp_device_ids(self) -> list[int] | None:
+        return None
+
+    @override
+    def all_reduce(
+        self, tensor: Tensor | Any, group: Any | None = None, reduce_op: ReduceOp | str | None = "mean"
+    ) -> Tensor | Any:
+        if isinstance(tensor, Tensor):
+            return collectives.all_reduce(tensor, group=group, reduce_op=reduce_op)
+        return tensor
+
+    @override
+    def all_gather(self, tensor: Tensor, group: Any | None = None, sync_grads: bool = False) -> Tensor:
+        return collectives.all_gather(tensor, group=group, sync_grads=sync_grads)
+
+    @override
+    def broadcast(self, obj: TBroadcast, src: int = 0) -> TBroadcast:
+        return collectives.broadcast_object(obj, src=src, device=self.root_device)

@@ -1,0 +1,132 @@
+"""HPUParallelStrategy across processes on the CPU stand-in: 2 devices on one node, and 2 simulated nodes.
+
+Both topologies run ``parallel_scenarios.py`` at the same time (4 processes in all) and every rank's report is
+checked: identical weights on every rank, equal to a single-process run over the same global batches, for DDP and
+fast DDP with and without gradient accumulation (clipping active); ``sync_dist`` logging; HCCL-safe collectives.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SCRIPT = Path(__file__).with_name("parallel_scenarios.py")
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src"
+STEPS = 3  # parallel_scenarios.STEPS
+HCCL_REFUSAL = "Unsupported ReduceOp for HCCL process group"
+_LAUNCH_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "WORLD_SIZE", "LOCAL_RANK", "RANK", "GROUP_RANK")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _env(devices: int, **extra: str) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if key not in _LAUNCH_VARIABLES}
+    env.update(
+        PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")])),
+        LIGHTNING_HPU_BACKEND="cpu",
+        LIGHTNING_HPU_CPU_DEVICES=str(devices),
+        **extra,
+    )
+    return env
+
+
+def _launch(out: Path, devices: int, num_nodes: int, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    out.mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen(
+        [sys.executable, str(SCRIPT), str(out), str(devices), str(num_nodes)],
+        env=env,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+    )
+
+
+def _check_rank(report: dict[str, Any]) -> None:
+    for name in ("ddp", "ddp_accumulate", "fast", "fast_accumulate"):
+        scenario = report[name]
+        assert scenario["max_diff_between_ranks"] == 0.0, name
+        assert scenario["max_diff_to_reference"] < 1e-5, name
+        assert scenario["rank_value_epoch"] == pytest.approx(6.0), name  # mean of 1 (rank 0) and 11 (rank 1)
+        assert scenario["process_group_backend"] == "hccl"
+        assert scenario["process_group"] == "HCCLStandInProcessGroup"
+    ddp = report["ddp"]
+    assert ddp["wrapped"] and ddp["bucket_bytes_cap"] == 2**20 and ddp["gradient_as_bucket_view"]
+    assert ddp["hook_calls"] >= STEPS
+    for name in ("fast", "fast_accumulate"):
+        assert not report[name]["wrapped"]
+        assert report[name]["gradient_reduces"] == STEPS, "one gradient all-reduce per optimizer step"
+
+    collectives = report["collectives"]
+    assert collectives["broadcast"] == {"from": 1, "payload": [0, 1, 2]}
+    assert collectives["int_sum"] == [[9, 15], "torch.int64"]
+    assert collectives["int_mean"] == [6, 10]
+    assert collectives["float_mean"] == [1.5, 3.0]
+    assert collectives["int_gather"] == [[[0], [1]], "torch.int64"]
+    assert collectives["reduce_decision"] is True
+    assert collectives["lightning_mean"] == HCCL_REFUSAL, "the stand-in must refuse what Lightning's DDP sends"
+
+    fabric = report["fabric"]
+    assert fabric["strategy_class"] == "HPUParallelStrategy"
+    assert fabric["max_diff_between_ranks"] == 0.0
+    assert fabric["mean"] == pytest.approx(6.0)
+    assert fabric["broadcast"] == "from 1"
+
+    seen = [tuple(entry) for entry in report["python_collectives"]]
+    assert not [entry for entry in seen if "AVG" in entry[2]], seen
+    ours = [entry for entry in seen if entry[0].startswith("lightning_hpu")]
+    assert ours and not [entry for entry in ours if entry[3] == "torch.int64"], ours
+
+
+@pytest.mark.multiprocess
+def test_two_devices_and_two_nodes(tmp_path: Path) -> None:
+    runs = {
+        "devices": [_launch(tmp_path / "devices", 2, 1, _env(2), tmp_path / "devices.log")],
+    }
+    port = str(_free_port())
+    runs["nodes"] = [
+        _launch(
+            tmp_path / "nodes",
+            1,
+            2,
+            _env(1, MASTER_ADDR="127.0.0.1", MASTER_PORT=port, NODE_RANK=str(node), WORLD_SIZE="2"),
+            tmp_path / f"node{node}.log",
+        )
+        for node in (0, 1)
+    ]
+    try:
+        codes = {name: [proc.wait(timeout=240) for proc in procs] for name, procs in runs.items()}
+    finally:
+        for procs in runs.values():
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.kill()
+    logs = "\n".join(f"--- {log.name}\n{log.read_text()[-3000:]}" for log in sorted(tmp_path.glob("*.log")))
+    assert codes == {"devices": [0], "nodes": [0, 0]}, logs
+    for topology in ("devices", "nodes"):
+        for rank in (0, 1):
+            _check_rank(json.loads((tmp_path / topology / f"rank{rank}.json").read_text()))
+
+
+@pytest.mark.multiprocess
+def test_multi_hpu_example_runs_on_two_standin_devices() -> None:
+    arguments = ["--devices", "2", "--max-steps", "2", "--fast-ddp", "--accumulate", "2"]
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "multi_hpu.py"), *arguments],
+        env=_env(2),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    assert "trained on 2 HPUs" in result.stdout

@@ -9,13 +9,14 @@ from lightning_hpu.accelerator import HPUAccelerator
 from lightning_hpu.plugins import HPUCheckpointIO, HPUPrecisionPlugin
 from lightning_hpu.registration import register_all
 from lightning_hpu.runtime import HPUNotAvailableError, get_backend
-from lightning_hpu.strategies import SingleHPUStrategy, mark_step
+from lightning_hpu.strategies import HPUDeepSpeedStrategy, SingleHPUStrategy, mark_step
 
 __version__ = "0.1.0"
 
 __all__ = [
     "HPUAccelerator",
     "HPUCheckpointIO",
+    "HPUDeepSpeedStrategy",
     "HPUNotAvailableError",
     "HPUPrecisionPlugin",
     "SingleHPUStrategy",

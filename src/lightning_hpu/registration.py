@@ -11,7 +11,7 @@ from lightning_hpu import integration
 from lightning_hpu.accelerator import HPUAccelerator
 from lightning_hpu.fabric.accelerator import HPUAccelerator as FabricHPUAccelerator
 from lightning_hpu.fabric.strategies import SingleHPUStrategy as FabricSingleHPUStrategy
-from lightning_hpu.strategies import SingleHPUStrategy
+from lightning_hpu.strategies import HPUDeepSpeedStrategy, SingleHPUStrategy
 
 
 def register_all() -> None:
@@ -20,7 +20,7 @@ def register_all() -> None:
         HPUAccelerator.register_accelerators(AcceleratorRegistry)
     if "hpu" not in FABRIC_ACCELERATOR_REGISTRY:
         FabricHPUAccelerator.register_accelerators(FABRIC_ACCELERATOR_REGISTRY)
-    for strategy_cls in (SingleHPUStrategy,):
+    for strategy_cls in (SingleHPUStrategy, HPUDeepSpeedStrategy):
         if strategy_cls.strategy_name not in StrategyRegistry:
             strategy_cls.register_strategies(StrategyRegistry)
     for fabric_strategy_cls in (FabricSingleHPUStrategy,):

@@ -123,3 +123,9 @@ class HPUBackend(ABC):
         """Prepare the process for collectives before the process group is created."""
 
     supported_reduce_ops: frozenset[Any] = HCCL_REDUCE_OPS
+
+    # --- DeepSpeed -------------------------------------------------------------------------
+    @property
+    @abstractmethod
+    def deepspeed_accelerator(self) -> str:
+        """The name DeepSpeed's ``DS_ACCELERATOR`` must hold: ``"hpu"`` on a Gaudi, ``"cpu"`` on the stand-in."""

@@ -1,6 +1,7 @@
 """HPU strategies for the Lightning Trainer."""
 
+from lightning_hpu.strategies.deepspeed import HPUDeepSpeedStrategy
 from lightning_hpu.strategies.lazy_mode import HPUStrategyHooks, mark_step
 from lightning_hpu.strategies.single import SingleHPUStrategy
 
-__all__ = ["HPUStrategyHooks", "SingleHPUStrategy", "mark_step"]
+__all__ = ["HPUDeepSpeedStrategy", "HPUStrategyHooks", "SingleHPUStrategy", "mark_step"]

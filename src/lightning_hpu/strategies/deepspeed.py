@@ -101,6 +101,20 @@ def _without_shared_memory_collectives() -> None:
     compatible_ops[_SHM_COMM_OP] = False
 
 
+def _partition_activations_for_cpu_checkpointing(config: dict[str, Any]) -> None:
+    """Turn on ``partition_activations`` where ``cpu_checkpointing`` asks for it.
+
+    DeepSpeed offloads only partitioned activations: upstream DeepSpeed fails in backward with CPU checkpointing
+    alone, which the Lightning HPU docs' activation checkpointing example uses. With one model-parallel rank the
+    partition is the whole activation, so this changes nothing but the copy to the host.
+    """
+    checkpointing = config.get("activation_checkpointing")
+    if isinstance(checkpointing, dict) and checkpointing.get("cpu_checkpointing"):
+        if not checkpointing.get("partition_activations"):
+            rank_zero_info("DeepSpeed CPU checkpointing offloads partitioned activations: `partition_activations=True`.")
+            checkpointing["partition_activations"] = True
+
+
 class HPUDeepSpeedStrategy(HPUStrategyHooks, DeepSpeedStrategy):
     """DeepSpeed (ZeRO 1-3, offload, bf16, activation checkpointing, inference) on HPUs.
 
@@ -144,6 +158,7 @@ class HPUDeepSpeedStrategy(HPUStrategyHooks, DeepSpeedStrategy):
             "replace_method": replace_method,
         }
         self.inference_config.update({key: value for key, value in given.items() if value is not None})
+        _partition_activations_for_cpu_checkpointing(self.config)
 
     # --- checks before any work -----------------------------------------------------------------
     def validate_for_device(self) -> None:

@@ -10,8 +10,9 @@ Without one, on the CPU stand-in (two emulated HPUs)::
 
 ``--offload`` moves the optimizer state to the host (ZeRO-Offload; stage 3 also offloads the parameters),
 ``--activation-checkpointing`` recomputes the second layer's activations in backward with DeepSpeed's
-``checkpoint``; ``--config examples/deepspeed_bf16_zero2.json --accumulate-grad-batches 2 --devices 2`` runs the
-DeepSpeed JSON config of the Lightning HPU docs (bf16, ZeRO-2, WarmupDecayLR). ``--out DIR`` writes each rank's losses and final weights there (``rank<N>.pt``).
+``checkpoint``. ``--config examples/deepspeed_bf16_zero2.json --accumulate-grad-batches 2 --devices 2`` runs
+the DeepSpeed JSON config of the Lightning HPU docs (bf16, ZeRO-2, WarmupDecayLR). ``--out DIR`` writes each
+rank's losses and final weights there (``rank<N>.pt``).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ class RegressionModel(LightningModule):
         loss = nn.functional.mse_loss(self(x).float(), y.float())
         self.losses.append(loss.item())
         self.lrs.append(self.trainer.optimizers[0].param_groups[0]["lr"])
-        self.log("train_loss", loss, prog_bar=True)
+        self.log("train_loss", loss, prog_bar=True, sync_dist=True)  # the mean over all HPUs
         return loss
 
     def predict_step(self, batch: tuple[Tensor, Tensor], batch_idx: int) -> Tensor:
@@ -121,7 +122,8 @@ def main(argv: list[str] | None = None) -> RegressionModel:
     if args.out is not None and not trainer.strategy.zero_stage_3:  # ZeRO-3 shards the weights, 1-2 replicate them
         args.out.mkdir(parents=True, exist_ok=True)
         weights = {name: p.detach().float().cpu() for name, p in model.named_parameters()}
-        result = {"losses": model.losses, "lrs": model.lrs, "initial": initial, "weights": weights}
+        logged = float(trainer.callback_metrics["train_loss"])
+        result = {"losses": model.losses, "lrs": model.lrs, "logged": logged, "initial": initial, "weights": weights}
         torch.save(result, args.out / f"rank{trainer.global_rank}.pt")
     return model
 

@@ -10,8 +10,11 @@ import pytest
 # Set before anything imports the package, and inherited by every process a test starts.
 os.environ.setdefault("LIGHTNING_HPU_BACKEND", "cpu")
 
-from lightning_hpu.runtime import get_backend, reset_backend  # noqa: E402
-from lightning_hpu.runtime import settings  # noqa: E402
+from lightning_hpu.runtime import (
+    get_backend,
+    reset_backend,
+    settings,
+)
 
 _BACKEND_VARIABLES = (
     settings.BACKEND_ENV,

@@ -21,6 +21,7 @@ import torch
 from lightning.fabric.utilities.distributed import _distributed_is_initialized
 from lightning.fabric.utilities.seed import reset_seed
 from lightning.pytorch import LightningModule
+from lightning.pytorch.accelerators import Accelerator
 from lightning.pytorch.strategies import DeepSpeedStrategy
 from lightning.pytorch.strategies.strategy import _StrategyRegistry
 from lightning.pytorch.utilities.model_helpers import is_overridden
@@ -108,11 +109,31 @@ def _partition_activations_for_cpu_checkpointing(config: dict[str, Any]) -> None
     alone, which the Lightning HPU docs' activation checkpointing example uses. With one model-parallel rank the
     partition is the whole activation, so this changes nothing but the copy to the host.
     """
-    checkpointing = config.get("activation_checkpointing")
-    if isinstance(checkpointing, dict) and checkpointing.get("cpu_checkpointing"):
-        if not checkpointing.get("partition_activations"):
-            rank_zero_info("DeepSpeed CPU checkpointing offloads partitioned activations: `partition_activations=True`.")
-            checkpointing["partition_activations"] = True
+    checkpointing = config.get("activation_checkpointing") or {}
+    if checkpointing.get("cpu_checkpointing") and not checkpointing.get("partition_activations"):
+        rank_zero_info("DeepSpeed CPU checkpointing offloads partitioned activations: `partition_activations=True`.")
+        checkpointing["partition_activations"] = True
+
+
+def _check_nvme_offload(zero: Mapping[str, Any]) -> None:
+    """NVMe offload needs an existing directory; with ZeRO-3 the Intel Gaudi software has not verified it."""
+    nvme = [
+        section
+        for section in ("offload_param", "offload_optimizer")
+        if (zero.get(section) or {}).get("device") == "nvme"
+    ]
+    for section in nvme:
+        nvme_path = zero[section].get("nvme_path")
+        if not nvme_path or not os.path.isdir(nvme_path):
+            raise ValueError(
+                f"DeepSpeed NVMe offload ({section}) needs an existing directory, but `nvme_path={nvme_path!r}`"
+                " does not exist: pass `nvme_path=` a directory on a local NVMe drive."
+            )
+    if nvme and zero.get("stage") == 3:
+        rank_zero_warn(
+            "NVMe offload with DeepSpeed ZeRO stage 3 is not verified on HPU by the Intel Gaudi software;"
+            " offload to the host instead (`offload_params_device='cpu'`) if it misbehaves."
+        )
 
 
 class HPUDeepSpeedStrategy(HPUStrategyHooks, DeepSpeedStrategy):
@@ -132,7 +153,8 @@ class HPUDeepSpeedStrategy(HPUStrategyHooks, DeepSpeedStrategy):
 
     def __init__(
         self,
-        *args: Any,
+        accelerator: Accelerator | None = None,
+        *,
         parallel_devices: list[torch.device] | int | None = None,
         tensor_parallel: dict[str, Any] | None = None,
         dtype: torch.dtype | None = None,
@@ -145,10 +167,12 @@ class HPUDeepSpeedStrategy(HPUStrategyHooks, DeepSpeedStrategy):
         select_deepspeed_accelerator()
         if isinstance(parallel_devices, int):
             parallel_devices = [require_backend().torch_device()] * parallel_devices
-        super().__init__(*args, parallel_devices=parallel_devices, **kwargs)
+        super().__init__(accelerator=accelerator, parallel_devices=parallel_devices, **kwargs)
         assert self.config is not None
         # Inference settings go to ``init_inference``, not to the training engine (``dtype`` is not even JSON).
-        self.inference_config: dict[str, Any] = {key: self.config.pop(key) for key in INFERENCE_KEYS if key in self.config}
+        self.inference_config: dict[str, Any] = {
+            key: self.config.pop(key) for key in INFERENCE_KEYS if key in self.config
+        }
         given = {
             "tensor_parallel": tensor_parallel,
             "dtype": dtype,
@@ -162,35 +186,27 @@ class HPUDeepSpeedStrategy(HPUStrategyHooks, DeepSpeedStrategy):
 
     # --- checks before any work -----------------------------------------------------------------
     def validate_for_device(self) -> None:
-        """Refuse what the HPU cannot run and warn about what the Intel Gaudi software does not verify."""
-        backend = require_backend()
+        """Refuse what the HPU cannot run, and warn where the Intel Gaudi software lists a limitation."""
         assert self.config is not None
-        precision = str(self.precision_plugin.precision)
-        fp16_config = self.config.get("fp16", {}).get("enabled", False)
-        if precision in _FP16_PRECISIONS or fp16_config or self.inference_config.get("dtype") == torch.float16:
+        generation = generation_rank(require_backend().device_name())
+        fp16_config = (self.config.get("fp16") or {}).get("enabled", False)
+        if str(self.precision_plugin.precision) in _FP16_PRECISIONS or fp16_config:
             check_device_supports(torch.float16)
+        if self.inference_config.get("dtype") == torch.float16:
+            check_device_supports(torch.float16)
+        tp_size = (self.inference_config.get("tensor_parallel") or {}).get("tp_size", 1)
+        if tp_size > 1 and generation < 2:
+            raise ValueError(
+                f"DeepSpeed tensor parallelism (`tensor_parallel={{'tp_size': {tp_size}}}`) needs Gaudi2 or later;"
+                " on this first-generation Gaudi use `tp_size=1`."
+            )
         zero = self.config.get("zero_optimization") or {}
-        stage = zero.get("stage", 0) if isinstance(zero, Mapping) else 0
-        if stage == 3 and generation_rank(backend.device_name()) == 2:
+        if zero.get("stage") == 3 and generation == 2:
             rank_zero_warn(
                 "DeepSpeed ZeRO stage 3 on Gaudi2 needs an Intel Gaudi software release that supports it (older"
                 " releases do not); if DeepSpeed fails, use stage 2 or update the Gaudi software and DeepSpeed fork."
             )
-        for section in ("offload_param", "offload_optimizer"):
-            offload = zero.get(section) or {} if isinstance(zero, Mapping) else {}
-            if offload.get("device") != "nvme":
-                continue
-            nvme_path = offload.get("nvme_path")
-            if not nvme_path or not os.path.isdir(nvme_path):
-                raise ValueError(
-                    f"DeepSpeed NVMe offload ({section}) needs an existing directory, but `nvme_path={nvme_path!r}`"
-                    " does not exist: pass `nvme_path=` a directory on a local NVMe drive."
-                )
-            if stage == 3:
-                rank_zero_warn(
-                    "NVMe offload with DeepSpeed ZeRO stage 3 is not verified on HPU by the Intel Gaudi software;"
-                    " prefer offload to the CPU (`offload_params_device='cpu'`) if it misbehaves."
-                )
+        _check_nvme_offload(zero)
 
     @override
     def _configure_launcher(self) -> None:
@@ -275,10 +291,9 @@ class HPUDeepSpeedStrategy(HPUStrategyHooks, DeepSpeedStrategy):
         import deepspeed
 
         assert self.config is not None
-        keys = ("fp16", "bf16", "zero_optimization", "zero_allow_untested_optimizer") if self.zero_stage_3 else (
-            "fp16",
-            "bf16",
-        )
+        keys = ["fp16", "bf16"]
+        if self.zero_stage_3:
+            keys += ["zero_optimization", "zero_allow_untested_optimizer"]
         config = {"train_micro_batch_size_per_gpu": 1, **{key: self.config[key] for key in keys if key in self.config}}
         if not self.zero_stage_3:
             model.to(self.root_device)
@@ -297,7 +312,7 @@ class HPUDeepSpeedStrategy(HPUStrategyHooks, DeepSpeedStrategy):
         if not isinstance(tensor, Tensor) or not _distributed_is_initialized():
             return tensor
         is_mean = isinstance(reduce_op, str) and reduce_op.lower() in ("mean", "avg")
-        is_mean = is_mean or reduce_op == ReduceOp.AVG  # type: ignore[attr-defined]
+        is_mean = is_mean or reduce_op == ReduceOp.AVG
         if not is_mean:
             return super().reduce(tensor, group=group, reduce_op=reduce_op)
         summed = super().reduce(tensor, group=group, reduce_op="sum")

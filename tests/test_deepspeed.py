@@ -131,6 +131,13 @@ def test_refuses_what_the_device_cannot_run(monkeypatch: pytest.MonkeyPatch, tmp
     with pytest.raises(ValueError, match=r"tensor parallelism .* needs Gaudi2"):
         _trainer(HPUDeepSpeedStrategy(tensor_parallel={"tp_size": 2}))
     _trainer(HPUDeepSpeedStrategy(tensor_parallel={"tp_size": 1}))
+    # `parallel_devices` as the docs write it (HPUs or a count) must agree with the Trainer's devices.
+    trainer = _trainer(HPUDeepSpeedStrategy(parallel_devices=[torch.device("hpu")]), devices=1)
+    assert trainer.strategy.parallel_devices == [get_backend().torch_device()]
+    with pytest.raises(ValueError, match=r"names 2 HPUs but the Trainer uses 1: pass `Trainer\(devices=2\)`"):
+        _trainer(HPUDeepSpeedStrategy(parallel_devices=[torch.device("hpu")] * 2), devices=1)
+    with pytest.raises(ValueError, match="`parallel_devices` must be HPUs, got cuda"):
+        HPUDeepSpeedStrategy(parallel_devices=[torch.device("cuda")])
     # A DS_ACCELERATOR that is not the backend's is refused before DeepSpeed could use it.
     monkeypatch.setenv("DS_ACCELERATOR", "cuda")
     with pytest.raises(ValueError, match="DS_ACCELERATOR='cuda' cannot drive an HPU"):
@@ -226,6 +233,7 @@ def test_activation_checkpointing_gives_the_same_gradients() -> None:
 
 # --- inference -------------------------------------------------------------------------------------
 def test_predict_with_deepspeed_inference_from_arguments_and_config() -> None:
+    from deepspeed import DeepSpeedEngine
     from deepspeed.inference.engine import InferenceEngine
 
     seed_everything(0)
@@ -235,11 +243,16 @@ def test_predict_with_deepspeed_inference_from_arguments_and_config() -> None:
         expected = torch.cat([model(x) for x, _ in batches])
     settings = {"tensor_parallel": {"tp_size": 1}, "dtype": torch.float, "enable_cuda_graph": False}
     kwargs = {**settings, "replace_with_kernel_inject": False, "injection_policy": {type(model): ("l1",)}}
-    for strategy in (HPUDeepSpeedStrategy(**kwargs), HPUDeepSpeedStrategy(config=dict(settings))):
+    strategies = [
+        (InferenceEngine, HPUDeepSpeedStrategy(parallel_devices=1, **kwargs)),  # the docs pass a device count
+        (InferenceEngine, HPUDeepSpeedStrategy(config=dict(settings))),
+        (DeepSpeedEngine, HPUDeepSpeedStrategy()),  # no inference settings: Lightning's optimizer-less engine
+    ]
+    for engine_type, strategy in strategies:
         assert strategy.config is not None and "dtype" not in strategy.config  # not for the training engine
         trainer = _trainer(strategy, plugins=[DeepSpeedPrecision("32-true")])
         predictions = trainer.predict(model, batches)
-        assert isinstance(trainer.strategy.model, InferenceEngine)
+        assert isinstance(trainer.strategy.model, engine_type)
         assert predictions is not None
         torch.testing.assert_close(torch.cat(predictions), expected)  # type: ignore[arg-type]
 

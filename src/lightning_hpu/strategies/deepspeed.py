@@ -115,6 +115,19 @@ def _partition_activations_for_cpu_checkpointing(config: dict[str, Any]) -> None
         checkpointing["partition_activations"] = True
 
 
+def _count_hpu_devices(parallel_devices: list[torch.device] | int | None) -> int | None:
+    """The number of HPUs in ``parallel_devices``: a count, or a list of (unindexed) ``hpu`` devices."""
+    if parallel_devices is None or isinstance(parallel_devices, int):
+        return parallel_devices
+    backend_type = require_backend().torch_device().type
+    wrong = [str(device) for device in parallel_devices if torch.device(device).type not in ("hpu", backend_type)]
+    if wrong:
+        raise ValueError(
+            f"`parallel_devices` must be HPUs, got {', '.join(wrong)}: pass `[torch.device('hpu')] * n` or `n`."
+        )
+    return len(parallel_devices)
+
+
 def _check_nvme_offload(zero: Mapping[str, Any]) -> None:
     """NVMe offload needs an existing directory; with ZeRO-3 the Intel Gaudi software has not verified it."""
     nvme = [
@@ -145,7 +158,8 @@ class HPUDeepSpeedStrategy(HPUStrategyHooks, DeepSpeedStrategy):
     ``replace_with_kernel_inject``, ``injection_policy``, ``enable_cuda_graph``, ``replace_method``.
 
     Args:
-        parallel_devices: the devices of the processes, or their number (each process uses the unindexed HPU).
+        parallel_devices: the HPUs of the processes (``[torch.device("hpu")] * n``) or their number ``n``; it must
+            agree with ``Trainer(devices=...)``. Each process uses the unindexed HPU its runtime binds it to.
         process_group_backend: the ``torch.distributed`` backend; the runtime's (``"hccl"``) by default.
     """
 
@@ -165,8 +179,14 @@ class HPUDeepSpeedStrategy(HPUStrategyHooks, DeepSpeedStrategy):
         **kwargs: Any,
     ) -> None:
         select_deepspeed_accelerator()
-        if isinstance(parallel_devices, int):
-            parallel_devices = [require_backend().torch_device()] * parallel_devices
+        self._requested_devices = _count_hpu_devices(parallel_devices)
+        device = require_backend().torch_device()
+        if self._requested_devices is not None and device.type == "hpu":
+            parallel_devices = [device] * self._requested_devices
+        else:
+            # The stand-in's HPUs are CPU devices, which Lightning's connector would take for a CPU run: the
+            # connector assigns them from `Trainer(devices=...)` and the count is checked in `validate_for_device`.
+            parallel_devices = None
         super().__init__(accelerator=accelerator, parallel_devices=parallel_devices, **kwargs)
         assert self.config is not None
         # Inference settings go to ``init_inference``, not to the training engine (``dtype`` is not even JSON).
@@ -188,6 +208,12 @@ class HPUDeepSpeedStrategy(HPUStrategyHooks, DeepSpeedStrategy):
     def validate_for_device(self) -> None:
         """Refuse what the HPU cannot run, and warn where the Intel Gaudi software lists a limitation."""
         assert self.config is not None
+        given, used = self._requested_devices, len(self.parallel_devices or [])
+        if given is not None and given != used:
+            raise ValueError(
+                f"`HPUDeepSpeedStrategy(parallel_devices=...)` names {given} HPUs but the Trainer uses {used}:"
+                f" pass `Trainer(devices={given})`."
+            )
         generation = generation_rank(require_backend().device_name())
         fp16_config = (self.config.get("fp16") or {}).get("enabled", False)
         if str(self.precision_plugin.precision) in _FP16_PRECISIONS or fp16_config:

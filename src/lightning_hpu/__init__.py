@@ -15,13 +15,14 @@ from lightning_hpu.plugins import HPUCheckpointIO, HPUPrecisionPlugin
 from lightning_hpu.profiler import HPUProfiler
 from lightning_hpu.registration import register_all
 from lightning_hpu.runtime import HPUFeatureUnavailableError, HPUNotAvailableError, get_backend
-from lightning_hpu.strategies import HPUParallelStrategy, SingleHPUStrategy, mark_step
+from lightning_hpu.strategies import HPUDeepSpeedStrategy, HPUParallelStrategy, SingleHPUStrategy, mark_step
 
 __version__ = "0.1.0"
 
 __all__ = [
     "HPUAccelerator",
     "HPUCheckpointIO",
+    "HPUDeepSpeedStrategy",
     "HPUFeatureUnavailableError",
     "HPUGraph",
     "HPUGraphs",

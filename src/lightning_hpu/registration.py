@@ -12,7 +12,7 @@ from lightning_hpu.accelerator import HPUAccelerator
 from lightning_hpu.fabric.accelerator import HPUAccelerator as FabricHPUAccelerator
 from lightning_hpu.fabric.strategies import HPUParallelStrategy as FabricHPUParallelStrategy
 from lightning_hpu.fabric.strategies import SingleHPUStrategy as FabricSingleHPUStrategy
-from lightning_hpu.strategies import HPUParallelStrategy, SingleHPUStrategy
+from lightning_hpu.strategies import HPUDeepSpeedStrategy, HPUParallelStrategy, SingleHPUStrategy
 
 
 def register_all() -> None:
@@ -21,7 +21,7 @@ def register_all() -> None:
         HPUAccelerator.register_accelerators(AcceleratorRegistry)
     if "hpu" not in FABRIC_ACCELERATOR_REGISTRY:
         FabricHPUAccelerator.register_accelerators(FABRIC_ACCELERATOR_REGISTRY)
-    for strategy_cls in (SingleHPUStrategy, HPUParallelStrategy):
+    for strategy_cls in (SingleHPUStrategy, HPUParallelStrategy, HPUDeepSpeedStrategy):
         if strategy_cls.strategy_name not in StrategyRegistry:
             strategy_cls.register_strategies(StrategyRegistry)
     for fabric_strategy_cls in (FabricSingleHPUStrategy, FabricHPUParallelStrategy):

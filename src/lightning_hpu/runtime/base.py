@@ -222,3 +222,9 @@ class HPUBackend(ABC):
         max_graphs: int | None = None,
     ) -> torch.nn.Module:
         """Patch ``module.forward`` to capture and replay an inference graph per input shape."""
+
+    # --- DeepSpeed -------------------------------------------------------------------------
+    @property
+    @abstractmethod
+    def deepspeed_accelerator(self) -> str:
+        """The name DeepSpeed's ``DS_ACCELERATOR`` must hold: ``"hpu"`` on a Gaudi, ``"cpu"`` on the stand-in."""

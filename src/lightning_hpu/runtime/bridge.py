@@ -83,6 +83,10 @@ class BridgeBackend(HPUBackend):
     def process_group_backend(self) -> str:
         return "hccl"
 
+    @property
+    def deepspeed_accelerator(self) -> str:
+        return "hpu"
+
     def initialize_distributed(self, world_size: int, rank: int, local_rank: int) -> None:
         from habana_frameworks.torch.distributed.hccl import initialize_distributed_hpu
 

@@ -123,6 +123,11 @@ class CPUStandInBackend(HPUBackend):
     def process_group_backend(self) -> str:
         return "hccl"
 
+    @property
+    def deepspeed_accelerator(self) -> str:
+        # DeepSpeed's CPU accelerator: its ops run on the host, like every op of the stand-in.
+        return "cpu"
+
     def initialize_distributed(self, world_size: int, rank: int, local_rank: int) -> None:
         from lightning_hpu.runtime.cpu_process_group import register_hccl_standin_backend
 

@@ -1,5 +1,6 @@
 """HPU strategies for the Lightning Trainer."""
 
+from lightning_hpu.strategies.deepspeed import HPUDeepSpeedStrategy
 from lightning_hpu.strategies.hccl import FabricHCCLCollectivesHooks, HCCLCollectivesHooks
 from lightning_hpu.strategies.lazy_mode import HPUStrategyHooks, mark_step
 from lightning_hpu.strategies.parallel import HPUParallelStrategy
@@ -8,6 +9,7 @@ from lightning_hpu.strategies.single import SingleHPUStrategy
 __all__ = [
     "FabricHCCLCollectivesHooks",
     "HCCLCollectivesHooks",
+    "HPUDeepSpeedStrategy",
     "HPUParallelStrategy",
     "HPUStrategyHooks",
     "SingleHPUStrategy",

@@ -1,7 +1,8 @@
 """HCCL process groups for Lightning's DDP-derived strategies, written once for the Trainer and Fabric.
 
 Mix :class:`HCCLCollectivesHooks` (Trainer) or :class:`FabricHCCLCollectivesHooks` (Fabric) in before a
-``DDPStrategy`` subclass (``HPUParallelStrategy``, the DeepSpeed strategy) to get:
+``DDPStrategy`` subclass (``HPUParallelStrategy``) to get the following; the DeepSpeed strategy, which makes its
+own process group, takes only the collectives (:class:`HCCLCollectiveOps`):
 
 * ``initialize_distributed_hpu`` with the ranks of Lightning's cluster environment before the process group, and
   the backend's process-group name (``"hccl"``) unless one was passed;
@@ -19,7 +20,7 @@ from lightning.fabric.strategies import DDPStrategy as FabricDDPStrategy
 from lightning.fabric.utilities.distributed import _init_dist_connection
 from lightning.fabric.utilities.seed import reset_seed
 from lightning.fabric.utilities.types import ReduceOp
-from lightning.pytorch.strategies import DDPStrategy
+from lightning.pytorch.strategies import DDPStrategy, ParallelStrategy
 from lightning.pytorch.strategies.strategy import TBroadcast
 from torch import Tensor
 from typing_extensions import override
@@ -27,7 +28,26 @@ from typing_extensions import override
 from lightning_hpu.strategies import collectives
 
 
-class HCCLCollectivesHooks(DDPStrategy):
+class HCCLCollectiveOps(ParallelStrategy):
+    """Trainer mixin: ``reduce``, ``all_gather`` and ``broadcast`` with the ops and dtypes HCCL runs."""
+
+    @override
+    def reduce(self, tensor: Tensor, group: Any | None = None, reduce_op: ReduceOp | str | None = "mean") -> Tensor:
+        """Reduce ``tensor`` over processes (``"mean"`` by default) with ops HCCL runs; non-tensors pass through."""
+        if isinstance(tensor, Tensor):
+            return collectives.all_reduce(tensor, group=group, reduce_op=reduce_op)
+        return tensor
+
+    @override
+    def all_gather(self, tensor: Tensor, group: Any | None = None, sync_grads: bool = False) -> Tensor:
+        return collectives.all_gather(tensor, group=group, sync_grads=sync_grads)
+
+    @override
+    def broadcast(self, obj: TBroadcast, src: int = 0) -> TBroadcast:
+        return collectives.broadcast_object(obj, src=src, device=self.root_device)
+
+
+class HCCLCollectivesHooks(HCCLCollectiveOps, DDPStrategy):
     """Trainer mixin: HCCL process group and HCCL-safe collectives for a ``DDPStrategy`` subclass."""
 
     @override
@@ -47,21 +67,6 @@ class HCCLCollectivesHooks(DDPStrategy):
     def determine_ddp_device_ids(self) -> list[int] | None:
         # The bridge binds each process to its HPU; DDP is given no device index.
         return None
-
-    @override
-    def reduce(self, tensor: Tensor, group: Any | None = None, reduce_op: ReduceOp | str | None = "mean") -> Tensor:
-        """Reduce ``tensor`` over processes (``"mean"`` by default) with ops HCCL runs; non-tensors pass through."""
-        if isinstance(tensor, Tensor):
-            return collectives.all_reduce(tensor, group=group, reduce_op=reduce_op)
-        return tensor
-
-    @override
-    def all_gather(self, tensor: Tensor, group: Any | None = None, sync_grads: bool = False) -> Tensor:
-        return collectives.all_gather(tensor, group=group, sync_grads=sync_grads)
-
-    @override
-    def broadcast(self, obj: TBroadcast, src: int = 0) -> TBroadcast:
-        return collectives.broadcast_object(obj, src=src, device=self.root_device)
 
 
 class FabricHCCLCollectivesHooks(FabricDDPStrategy):

@@ -1,0 +1,356 @@
+"""DeepSpeed on HPU: Lightning's :class:`DeepSpeedStrategy` with the few CUDA assumptions replaced.
+
+Lightning's strategy already drives ZeRO 1-3, offload, bf16, activation checkpointing and DeepSpeed's checkpoint
+format. What stops it on a Gaudi is small, and is all that this subclass changes: the CUDA-only accelerator check,
+the device-index check (every HPU process uses the unindexed ``hpu`` device), the process group (HCCL from the
+runtime backend, prepared by the backend before DeepSpeed creates it), DeepSpeed's accelerator (``DS_ACCELERATOR``,
+``hpu`` on a Gaudi and ``cpu`` on the stand-in) and the device rank handed to ``deepspeed.initialize``. It adds
+DeepSpeed inference (``deepspeed.init_inference``) for ``trainer.predict`` and refuses, before any work starts,
+combinations the device cannot run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import torch
+from lightning.fabric.utilities.distributed import _distributed_is_initialized
+from lightning.fabric.utilities.seed import reset_seed
+from lightning.pytorch import LightningModule
+from lightning.pytorch.accelerators import Accelerator
+from lightning.pytorch.strategies import DeepSpeedStrategy
+from lightning.pytorch.strategies.strategy import _StrategyRegistry
+from lightning.pytorch.utilities.model_helpers import is_overridden
+from lightning.pytorch.utilities.rank_zero import rank_zero_info, rank_zero_warn
+from torch.nn import Module
+from torch.optim import Optimizer
+from typing_extensions import override
+
+from lightning_hpu.device_rules import check_fp16_supported
+from lightning_hpu.runtime import generation_rank, require_backend
+from lightning_hpu.strategies.collectives import initialize_hccl
+from lightning_hpu.strategies.hccl import HCCLCollectiveOps
+from lightning_hpu.strategies.lazy_mode import HPUStrategyHooks
+
+if TYPE_CHECKING:
+    import deepspeed
+
+#: The environment variable DeepSpeed reads, once, to choose its accelerator.
+DS_ACCELERATOR_ENV = "DS_ACCELERATOR"
+
+#: Inference settings of ``deepspeed.init_inference`` this strategy accepts as arguments or config keys.
+INFERENCE_KEYS = (
+    "tensor_parallel",
+    "dtype",
+    "replace_with_kernel_inject",
+    "injection_policy",
+    "enable_cuda_graph",
+    "replace_method",
+)
+
+#: DeepSpeed's name of its CPU-only shared-memory collectives op.
+_SHM_COMM_OP = "deepspeed_shm_comm"
+
+_FP16_PRECISIONS = ("16-mixed", "16-true")
+_PRECISION_DTYPES = {"bf16-mixed": torch.bfloat16, "bf16-true": torch.bfloat16, "16-mixed": torch.float16}
+
+
+def select_deepspeed_accelerator() -> str:
+    """Point DeepSpeed at the backend's accelerator (``DS_ACCELERATOR``) and check that DeepSpeed agrees.
+
+    DeepSpeed reads ``DS_ACCELERATOR`` once, on the first ``get_accelerator()`` (which importing it may do), so the
+    variable is set before DeepSpeed is imported; child processes inherit it.
+    """
+    if importlib.util.find_spec("deepspeed") is None:
+        raise ImportError(
+            "HPUDeepSpeedStrategy needs DeepSpeed: `pip install 'lightning-hpu[deepspeed]'` (on a Gaudi, install the"
+            " DeepSpeed fork of your Intel Gaudi software release)."
+        )
+    wanted = require_backend().deepspeed_accelerator
+    given = os.environ.setdefault(DS_ACCELERATOR_ENV, wanted)
+    if given != wanted:
+        raise ValueError(
+            f"{DS_ACCELERATOR_ENV}={given!r} cannot drive an HPU: unset it, or set {DS_ACCELERATOR_ENV}={wanted}."
+        )
+    from deepspeed.accelerator import get_accelerator
+
+    chosen = get_accelerator().device_name()
+    if chosen != wanted:
+        raise RuntimeError(
+            f"DeepSpeed already chose its {chosen!r} accelerator before lightning-hpu could select {wanted!r}:"
+            f" set {DS_ACCELERATOR_ENV}={wanted} before DeepSpeed is imported."
+        )
+    if chosen == "cpu":
+        _without_shared_memory_collectives()
+    return chosen
+
+
+def _without_shared_memory_collectives() -> None:
+    """Make DeepSpeed's CPU accelerator send every collective through the process group, as on a Gaudi.
+
+    On the CPU, DeepSpeed compiles a shared-memory all-reduce (minutes on a small machine) and uses it for inference
+    instead of ``torch.distributed``. DeepSpeed's HPU accelerator has no such op, so the stand-in turns it off: its
+    collectives then go through the ``hccl`` stand-in group and obey HCCL's rules.
+    """
+    import deepspeed.ops
+
+    compatible_ops: dict[str, bool] = deepspeed.ops.__compatible_ops__
+    compatible_ops[_SHM_COMM_OP] = False
+
+
+def _partition_activations_for_cpu_checkpointing(config: dict[str, Any]) -> None:
+    """Turn on ``partition_activations`` where ``cpu_checkpointing`` asks for it.
+
+    DeepSpeed offloads only partitioned activations: upstream DeepSpeed fails in backward with CPU checkpointing
+    alone, which the Lightning HPU docs' activation checkpointing example uses. With one model-parallel rank the
+    partition is the whole activation, so this changes nothing but the copy to the host.
+    """
+    checkpointing = config.get("activation_checkpointing") or {}
+    if checkpointing.get("cpu_checkpointing") and not checkpointing.get("partition_activations"):
+        rank_zero_info("DeepSpeed CPU checkpointing offloads partitioned activations: `partition_activations=True`.")
+        checkpointing["partition_activations"] = True
+
+
+def _count_hpu_devices(parallel_devices: list[torch.device] | int | None) -> int | None:
+    """The number of HPUs in ``parallel_devices``: a count, or a list of (unindexed) ``hpu`` devices."""
+    if parallel_devices is None or isinstance(parallel_devices, int):
+        return parallel_devices
+    backend_type = require_backend().torch_device().type
+    wrong = [str(device) for device in parallel_devices if torch.device(device).type not in ("hpu", backend_type)]
+    if wrong:
+        raise ValueError(
+            f"`parallel_devices` must be HPUs, got {', '.join(wrong)}: pass `[torch.device('hpu')] * n` or `n`."
+        )
+    return len(parallel_devices)
+
+
+def _check_nvme_offload(zero: Mapping[str, Any]) -> None:
+    """NVMe offload needs an existing directory; with ZeRO-3 the Intel Gaudi software has not verified it."""
+    nvme = [
+        section
+        for section in ("offload_param", "offload_optimizer")
+        if (zero.get(section) or {}).get("device") == "nvme"
+    ]
+    for section in nvme:
+        nvme_path = zero[section].get("nvme_path")
+        if not nvme_path or not os.path.isdir(nvme_path):
+            raise ValueError(
+                f"DeepSpeed NVMe offload ({section}) needs an existing directory, but `nvme_path={nvme_path!r}`"
+                " does not exist: pass `nvme_path=` a directory on a local NVMe drive."
+            )
+    if nvme and zero.get("stage") == 3:
+        rank_zero_warn(
+            "NVMe offload with DeepSpeed ZeRO stage 3 is not verified on HPU by the Intel Gaudi software;"
+            " offload to the host instead (`offload_params_device='cpu'`) if it misbehaves."
+        )
+
+
+class HPUDeepSpeedStrategy(HPUStrategyHooks, HCCLCollectiveOps, DeepSpeedStrategy):
+    """DeepSpeed (ZeRO 1-3, offload, bf16, activation checkpointing, inference) on HPUs.
+
+    Takes every argument of Lightning's :class:`~lightning.pytorch.strategies.DeepSpeedStrategy` (``stage``,
+    ``offload_optimizer``, ``config``, ...), and these for ``trainer.predict`` with ``deepspeed.init_inference``
+    (also accepted as keys of ``config``): ``tensor_parallel``, ``dtype`` (default: the precision plugin's),
+    ``replace_with_kernel_inject``, ``injection_policy``, ``enable_cuda_graph``, ``replace_method``.
+
+    Args:
+        parallel_devices: the HPUs of the processes (``[torch.device("hpu")] * n``) or their number ``n``; it must
+            agree with ``Trainer(devices=...)``. Each process uses the unindexed HPU its runtime binds it to.
+        process_group_backend: the ``torch.distributed`` backend; the runtime's (``"hccl"``) by default.
+    """
+
+    strategy_name = "hpu_deepspeed"
+
+    def __init__(
+        self,
+        accelerator: Accelerator | None = None,
+        *,
+        parallel_devices: list[torch.device] | int | None = None,
+        tensor_parallel: dict[str, Any] | None = None,
+        dtype: torch.dtype | None = None,
+        replace_with_kernel_inject: bool | None = None,
+        injection_policy: dict[Any, Any] | None = None,
+        enable_cuda_graph: bool | None = None,
+        replace_method: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        select_deepspeed_accelerator()
+        self._requested_devices = _count_hpu_devices(parallel_devices)
+        device = require_backend().torch_device()
+        if self._requested_devices is not None and device.type == "hpu":
+            parallel_devices = [device] * self._requested_devices
+        else:
+            # The stand-in's HPUs are CPU devices, which Lightning's connector would take for a CPU run: the
+            # connector assigns them from `Trainer(devices=...)` and the count is checked in `validate_for_device`.
+            parallel_devices = None
+        super().__init__(accelerator=accelerator, parallel_devices=parallel_devices, **kwargs)
+        assert self.config is not None
+        # Inference settings go to ``init_inference``, not to the training engine (``dtype`` is not even JSON).
+        self.inference_config: dict[str, Any] = {
+            key: self.config.pop(key) for key in INFERENCE_KEYS if key in self.config
+        }
+        given = {
+            "tensor_parallel": tensor_parallel,
+            "dtype": dtype,
+            "replace_with_kernel_inject": replace_with_kernel_inject,
+            "injection_policy": injection_policy,
+            "enable_cuda_graph": enable_cuda_graph,
+            "replace_method": replace_method,
+        }
+        self.inference_config.update({key: value for key, value in given.items() if value is not None})
+        _partition_activations_for_cpu_checkpointing(self.config)
+
+    # --- checks before any work -----------------------------------------------------------------
+    def validate_for_device(self) -> None:
+        """Refuse what the HPU cannot run, and warn where the Intel Gaudi software lists a limitation."""
+        assert self.config is not None
+        given, used = self._requested_devices, len(self.parallel_devices or [])
+        if given is not None and given != used:
+            raise ValueError(
+                f"`HPUDeepSpeedStrategy(parallel_devices=...)` names {given} HPUs but the Trainer uses {used}:"
+                f" pass `Trainer(devices={given})`."
+            )
+        generation = generation_rank(require_backend().device_name())
+        fp16_config = (self.config.get("fp16") or {}).get("enabled", False)
+        if str(self.precision_plugin.precision) in _FP16_PRECISIONS or fp16_config:
+            check_fp16_supported()
+        if self.inference_config.get("dtype") == torch.float16:
+            check_fp16_supported()
+        tp_size = (self.inference_config.get("tensor_parallel") or {}).get("tp_size", 1)
+        if tp_size > 1 and generation < 2:
+            raise ValueError(
+                f"DeepSpeed tensor parallelism (`tensor_parallel={{'tp_size': {tp_size}}}`) needs Gaudi2 or later;"
+                " on this first-generation Gaudi use `tp_size=1`."
+            )
+        zero = self.config.get("zero_optimization") or {}
+        if zero.get("stage") == 3 and generation == 2:
+            rank_zero_warn(
+                "DeepSpeed ZeRO stage 3 on Gaudi2 needs an Intel Gaudi software release that supports it (older"
+                " releases do not); if DeepSpeed fails, use stage 2 or update the Gaudi software and DeepSpeed fork."
+            )
+        _check_nvme_offload(zero)
+
+    @override
+    def _configure_launcher(self) -> None:
+        # The connector calls this once the accelerator and precision are known, before any process starts.
+        self.validate_for_device()
+        super()._configure_launcher()
+
+    # --- what Lightning's strategy assumes about CUDA -------------------------------------------
+    @override
+    def setup_environment(self) -> None:
+        # Skip DeepSpeedStrategy's CUDA-only accelerator check (the connector already requires the HPU accelerator).
+        super(DeepSpeedStrategy, self).setup_environment()
+
+    @override
+    def setup_distributed(self) -> None:
+        # No device-index check: every HPU process uses the unindexed device its bridge binds to its local rank.
+        reset_seed()
+        self.set_world_ranks()
+        self._init_deepspeed_distributed()
+
+    @override
+    def _get_process_group_backend(self) -> str:
+        return self._process_group_backend or require_backend().process_group_backend
+
+    @override
+    def _init_deepspeed_distributed(self) -> None:
+        if not _distributed_is_initialized():
+            initialize_hccl(self.world_size, self.global_rank, self.local_rank)
+        super()._init_deepspeed_distributed()
+
+    @override
+    def _initialize_deepspeed_train(self, model: Module) -> None:
+        # The LightningModule's optimizer wins over the config's (Lightning would otherwise skip
+        # ``configure_optimizers``); DeepSpeed itself already prefers the module's scheduler to the config's.
+        assert self.config is not None and self.lightning_module is not None
+        if "optimizer" in self.config and is_overridden("configure_optimizers", self.lightning_module, LightningModule):
+            rank_zero_info("The DeepSpeed config's optimizer is ignored: `configure_optimizers` gives the optimizer.")
+            self.config.pop("optimizer")
+        super()._initialize_deepspeed_train(model)
+
+    def _deepspeed_args(self) -> argparse.Namespace:
+        """The ``args`` of ``deepspeed.initialize``: DeepSpeed binds its accelerator to ``device_rank``."""
+        return argparse.Namespace(device_rank=self.local_rank)
+
+    @override
+    def _setup_model_and_optimizer(
+        self,
+        model: Module,
+        optimizer: Optimizer | None,
+        lr_scheduler: Any = None,
+    ) -> tuple[deepspeed.DeepSpeedEngine, Optimizer]:
+        import deepspeed
+
+        if not self.zero_stage_3:  # ZeRO-3 parameters are partitioned placeholders: DeepSpeed places them.
+            model.to(self.root_device)
+        engine, deepspeed_optimizer, _, _ = deepspeed.initialize(
+            args=self._deepspeed_args(),
+            config=self.config,
+            model=model,
+            model_parameters=[p for p in model.parameters() if p.requires_grad],
+            optimizer=optimizer,
+            lr_scheduler=lr_scheduler,
+            dist_init_required=False,
+        )
+        return engine, deepspeed_optimizer
+
+    # --- inference ------------------------------------------------------------------------------
+    @override
+    def _initialize_deepspeed_inference(self, model: Module) -> None:
+        if not self.inference_config:
+            self._initialize_inference_engine(model)
+            return
+        import deepspeed
+
+        config = dict(self.inference_config)
+        config.setdefault("dtype", _PRECISION_DTYPES.get(str(self.precision_plugin.precision), torch.float32))
+        model.to(self.root_device)
+        self.model = deepspeed.init_inference(model, config=config)
+
+    def _initialize_inference_engine(self, model: Module) -> None:
+        """Predict with a DeepSpeed engine without optimizer: the precision and ZeRO-3 settings of training."""
+        import deepspeed
+
+        assert self.config is not None
+        keys = ["fp16", "bf16"]
+        if self.zero_stage_3:
+            keys += ["zero_optimization", "zero_allow_untested_optimizer"]
+        config = {"train_micro_batch_size_per_gpu": 1, **{key: self.config[key] for key in keys if key in self.config}}
+        if not self.zero_stage_3:
+            model.to(self.root_device)
+        self.model, _, _, _ = deepspeed.initialize(
+            args=self._deepspeed_args(),
+            config=config,
+            model=model,
+            model_parameters=[],
+            dist_init_required=False,
+        )
+
+    @classmethod
+    @override
+    def register_strategies(cls, strategy_registry: _StrategyRegistry) -> None:
+        presets: dict[str, dict[str, Any]] = {
+            "": {},
+            "_stage_1": {"stage": 1},
+            "_stage_2": {"stage": 2},
+            "_stage_2_offload": {"stage": 2, "offload_optimizer": True},
+            "_stage_3": {"stage": 3},
+            "_stage_3_offload": {"stage": 3, "offload_optimizer": True, "offload_parameters": True},
+            "_stage_3_offload_nvme": {
+                "stage": 3,
+                "offload_optimizer": True,
+                "offload_parameters": True,
+                "remote_device": "nvme",
+                "offload_params_device": "nvme",
+                "offload_optimizer_device": "nvme",
+            },
+        }
+        for suffix, preset in presets.items():
+            strategy_registry.register(
+                cls.strategy_name + suffix, cls, description=f"{cls.__name__}: DeepSpeed on HPU {preset}", **preset
+            )

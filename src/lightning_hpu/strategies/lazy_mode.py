@@ -10,7 +10,7 @@ between forward and backward, so the device runs the forward while the host buil
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from lightning.fabric.plugins.io.checkpoint_io import CheckpointIO
 from lightning.fabric.strategies.strategy import Strategy as FabricStrategy
@@ -25,10 +25,20 @@ from typing_extensions import override
 from lightning_hpu.plugins.checkpoint_io import HPUCheckpointIO
 from lightning_hpu.runtime import require_backend
 
+_T = TypeVar("_T")
+
 
 def mark_step() -> None:
     """Flush the lazy graph of the active backend (a no-op in eager mode)."""
     require_backend().mark_step()
+
+
+def _between_mark_steps(step: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    """Run an evaluation step as a graph of its own: a step is marked before and after it."""
+    mark_step()
+    output = step(*args, **kwargs)
+    mark_step()
+    return output
 
 
 class HPUStrategyHooks(Strategy):
@@ -71,24 +81,15 @@ class HPUStrategyHooks(Strategy):
 
     @override
     def validation_step(self, *args: Any, **kwargs: Any) -> STEP_OUTPUT:
-        mark_step()
-        output = super().validation_step(*args, **kwargs)
-        mark_step()
-        return output
+        return _between_mark_steps(super().validation_step, *args, **kwargs)
 
     @override
     def test_step(self, *args: Any, **kwargs: Any) -> STEP_OUTPUT:
-        mark_step()
-        output = super().test_step(*args, **kwargs)
-        mark_step()
-        return output
+        return _between_mark_steps(super().test_step, *args, **kwargs)
 
     @override
     def predict_step(self, *args: Any, **kwargs: Any) -> Any:
-        mark_step()
-        output = super().predict_step(*args, **kwargs)
-        mark_step()
-        return output
+        return _between_mark_steps(super().predict_step, *args, **kwargs)
 
 
 class FabricHPUStrategyHooks(FabricStrategy):

@@ -21,7 +21,7 @@ used: it carries everything gloo needs, where ``extended_api=True`` would only a
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
@@ -114,8 +114,8 @@ def _as_list(tensors: torch.Tensor | Sequence[torch.Tensor]) -> list[torch.Tenso
 class HCCLStandInProcessGroup(dist.ProcessGroup):
     """A process group that follows HCCL's rules but runs over gloo on the CPU.
 
-    The reduce collectives check the op and call the gloo backend; every other collective is left to
-    ``ProcessGroup``'s C++ implementation, which runs it on the same gloo backend.
+    The reduce collectives check the op and call the gloo backend; the other collectives call the gloo backend
+    directly too (left to ``ProcessGroup``'s C++ implementation they deadlock now and then on torch 2.13).
     """
 
     def __init__(self, store: Store, rank: int, size: int, timeout: timedelta) -> None:
@@ -237,6 +237,23 @@ class HCCLStandInProcessGroup(dist.ProcessGroup):
 
     def barrier(self, opts: Any = None) -> dist.Work:
         return self._gloo_any.barrier(opts if opts is not None else dist.BarrierOptions())
+
+
+def _run_on_gloo(name: str) -> Callable[..., dist.Work]:
+    """A method that hands the call, as ``torch.distributed`` makes it, straight to the gloo backend."""
+
+    def delegate(self: HCCLStandInProcessGroup, *args: Any, **kwargs: Any) -> dist.Work:
+        work: dist.Work = getattr(self._gloo_any, name)(*args, **kwargs)
+        return work
+
+    delegate.__name__ = delegate.__qualname__ = name
+    return delegate
+
+
+# The remaining collectives without a reduce op take the same direct path (the C++ route deadlocks the same way).
+_DIRECT_TO_GLOO = ("alltoall", "alltoall_base", "gather", "scatter", "send", "recv", "recv_anysource")
+for _name in (*_DIRECT_TO_GLOO, "allgather_coalesced"):
+    setattr(HCCLStandInProcessGroup, _name, _run_on_gloo(_name))
 
 
 def _create_hccl_standin(store: Store, group_rank: int, group_size: int, timeout: timedelta) -> HCCLStandInProcessGroup:

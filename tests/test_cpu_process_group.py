@@ -19,8 +19,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.distributed import ReduceOp
 
-from lightning_hpu.runtime import cpu_process_group
-from lightning_hpu.runtime.cpu_process_group import (
+from lightning_hpu.runtime.standin import process_group as cpu_process_group
+from lightning_hpu.runtime.standin.process_group import (
     HCCL_REFUSED_MESSAGE,
     HCCLStandInProcessGroup,
     check_hccl_reduce_op,

@@ -25,7 +25,7 @@ from lightning.pytorch.strategies import StrategyRegistry
 
 from lightning_hpu import HPUAccelerator, HPUDeepSpeedStrategy
 from lightning_hpu.runtime import get_backend
-from lightning_hpu.runtime.cpu import CPUStandInBackend
+from lightning_hpu.runtime.standin import CPUStandInBackend
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "deepspeed_zero.py"

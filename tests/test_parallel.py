@@ -15,7 +15,7 @@ from torch.distributed import ReduceOp
 from lightning_hpu import HPUParallelStrategy
 from lightning_hpu.fabric.strategies import HPUParallelStrategy as FabricHPUParallelStrategy
 from lightning_hpu.runtime import get_backend
-from lightning_hpu.runtime.cpu_process_group import register_hccl_standin_backend
+from lightning_hpu.runtime.standin.process_group import register_hccl_standin_backend
 from lightning_hpu.strategies import collectives
 from lightning_hpu.strategies.collectives import hccl_reduce_op
 

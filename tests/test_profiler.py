@@ -22,7 +22,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_hpu import HPUProfiler
 from lightning_hpu.profiler.steps import planned_steps
-from lightning_hpu.runtime.cpu import CPUStandInBackend
+from lightning_hpu.runtime.standin import CPUStandInBackend
 
 REPO = Path(__file__).resolve().parents[1]
 MATMUL_OPS = {"aten::addmm", "aten::mm", "aten::matmul", "aten::linear"}

@@ -19,7 +19,7 @@ from lightning_hpu.runtime import (
     require_backend,
     reset_backend,
 )
-from lightning_hpu.runtime.cpu import CPUStandInBackend
+from lightning_hpu.runtime.standin import CPUStandInBackend
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "lightning_hpu"
 

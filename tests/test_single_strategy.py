@@ -9,7 +9,7 @@ import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
 
 from lightning_hpu import HPUAccelerator, HPUCheckpointIO, SingleHPUStrategy
-from lightning_hpu.runtime.cpu import CPUStandInBackend
+from lightning_hpu.runtime.standin import CPUStandInBackend
 
 from .helpers import RegressionModel, quiet_trainer_kwargs
 

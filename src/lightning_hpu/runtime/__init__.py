@@ -50,7 +50,7 @@ def bridge_installed() -> bool:
 def _create_backend() -> HPUBackend | None:
     requested = settings.requested_backend()
     if requested == "cpu":
-        from lightning_hpu.runtime.cpu import CPUStandInBackend
+        from lightning_hpu.runtime.standin import CPUStandInBackend
 
         return CPUStandInBackend()
     if requested == "hpu" or bridge_installed():

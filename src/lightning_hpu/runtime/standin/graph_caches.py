@@ -32,8 +32,8 @@ from torch import Tensor
 from torch.nn import Module
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
-from lightning_hpu.runtime.cpu_graphed_callables import standin_make_graphed_callables
-from lightning_hpu.runtime.cpu_graphs import GraphCounters, StandInGraph, standin_capture
+from lightning_hpu.runtime.standin.graphed_callables import standin_make_graphed_callables
+from lightning_hpu.runtime.standin.graphs import GraphCounters, StandInGraph, standin_capture
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 from torch.nn import Module
 
-from lightning_hpu.runtime.cpu_graphs import GraphCounters, StandInGraph, standin_capture
+from lightning_hpu.runtime.standin.graphs import GraphCounters, StandInGraph, standin_capture
 
 
 class _GraphedParts:

@@ -129,7 +129,7 @@ class CPUStandInBackend(HPUBackend):
         return "cpu"
 
     def initialize_distributed(self, world_size: int, rank: int, local_rank: int) -> None:
-        from lightning_hpu.runtime.cpu_process_group import register_hccl_standin_backend
+        from lightning_hpu.runtime.standin.process_group import register_hccl_standin_backend
 
         register_hccl_standin_backend()
         self.set_device(local_rank)
@@ -181,14 +181,14 @@ class CPUStandInBackend(HPUBackend):
         return [torch.profiler.ProfilerActivity.CPU]
 
     def new_graph(self) -> GraphHandle:
-        from lightning_hpu.runtime.cpu_graphs import StandInGraph
+        from lightning_hpu.runtime.standin.graphs import StandInGraph
 
         return StandInGraph(self.counters)
 
     def graph_capture(
         self, graph: GraphHandle, stream: Any = None, dry_run: bool = False
     ) -> AbstractContextManager[Any]:
-        from lightning_hpu.runtime.cpu_graphs import StandInGraph, standin_capture
+        from lightning_hpu.runtime.standin.graphs import StandInGraph, standin_capture
 
         if not isinstance(graph, StandInGraph):
             raise TypeError(f"The CPU stand-in captures into its own graphs, not into a {type(graph).__name__}.")
@@ -204,7 +204,7 @@ class CPUStandInBackend(HPUBackend):
         disable_tensor_cache: bool = False,
         dry_run: bool = False,
     ) -> Any:
-        from lightning_hpu.runtime.cpu_graphed_callables import standin_make_graphed_callables
+        from lightning_hpu.runtime.standin.graphed_callables import standin_make_graphed_callables
 
         return standin_make_graphed_callables(
             callables,
@@ -218,7 +218,7 @@ class CPUStandInBackend(HPUBackend):
         )
 
     def module_cacher(self, max_graphs: int) -> Callable[..., torch.nn.Module]:
-        from lightning_hpu.runtime.cpu_graph_caches import StandInModuleCacher
+        from lightning_hpu.runtime.standin.graph_caches import StandInModuleCacher
 
         return StandInModuleCacher(max_graphs, self.counters, lazy=self._lazy)
 
@@ -230,7 +230,7 @@ class CPUStandInBackend(HPUBackend):
         dry_run: bool | None = None,
         max_graphs: int | None = None,
     ) -> torch.nn.Module:
-        from lightning_hpu.runtime.cpu_graph_caches import standin_wrap_in_hpu_graph
+        from lightning_hpu.runtime.standin.graph_caches import standin_wrap_in_hpu_graph
 
         return standin_wrap_in_hpu_graph(
             module,

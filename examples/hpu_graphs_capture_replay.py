@@ -10,6 +10,7 @@ Run on a Gaudi as is, or anywhere with the CPU stand-in:
 from __future__ import annotations
 
 import argparse
+import os
 
 import torch
 import torch.nn.functional as F
@@ -19,6 +20,10 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_hpu import HPUAccelerator
 from lightning_hpu.hpu_graphs import HPUGraph, graph
+
+# HPU graphs exist in lazy mode only; current Gaudi software runs eager unless PT_HPU_LAZY_MODE=1. The bridge reads
+# the variable when it is first imported, which the package does on first use, after this line.
+os.environ.setdefault("PT_HPU_LAZY_MODE", "1")
 
 BATCH, FEATURES, CLASSES = 16, 32, 4
 

@@ -11,6 +11,7 @@ them, as in the Gaudi documentation's split-module pattern.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 
 import torch
@@ -21,6 +22,10 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_hpu import HPUAccelerator, mark_step
 from lightning_hpu.hpu_graphs import ModuleCacher
+
+# HPU graphs exist in lazy mode only; current Gaudi software runs eager unless PT_HPU_LAZY_MODE=1. The bridge reads
+# the variable when it is first imported, which the package does on first use, after this line.
+os.environ.setdefault("PT_HPU_LAZY_MODE", "1")
 
 
 class DynamicModel(LightningModule):

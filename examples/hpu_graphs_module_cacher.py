@@ -10,6 +10,7 @@ The last batch is smaller, so two graphs are cached per mode.
 from __future__ import annotations
 
 import argparse
+import os
 
 import torch
 import torch.nn.functional as F
@@ -19,6 +20,10 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_hpu import HPUAccelerator
 from lightning_hpu.hpu_graphs import HPUGraphs, ModuleCacher
+
+# HPU graphs exist in lazy mode only; current Gaudi software runs eager unless PT_HPU_LAZY_MODE=1. The bridge reads
+# the variable when it is first imported, which the package does on first use, after this line.
+os.environ.setdefault("PT_HPU_LAZY_MODE", "1")
 
 
 class Classifier(LightningModule):

@@ -52,7 +52,7 @@ def _fresh_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 @pytest.fixture
 def standin(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    """The CPU stand-in backend, freshly created (lazy mode, one GAUDI2)."""
+    """The CPU stand-in backend, freshly created (eager mode, the default of current Gaudi software; one GAUDI2)."""
     monkeypatch.setenv(settings.BACKEND_ENV, "cpu")
     monkeypatch.delenv(settings.CPU_DEVICES_ENV, raising=False)
     monkeypatch.delenv(settings.CPU_DEVICE_NAME_ENV, raising=False)
@@ -67,3 +67,16 @@ def no_hpu(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(settings.BACKEND_ENV, raising=False)
     monkeypatch.setattr("lightning_hpu.runtime.bridge_installed", lambda: False)
     reset_backend()
+
+
+@pytest.fixture
+def lazy_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The legacy lazy mode (``PT_HPU_LAZY_MODE=1``), for this test and the processes it starts."""
+    monkeypatch.setenv(settings.LAZY_MODE_ENV, "1")
+    reset_backend()
+
+
+@pytest.fixture
+def lazy_standin(standin: object, lazy_mode: None):  # type: ignore[no-untyped-def]
+    """The CPU stand-in backend in the legacy lazy mode (``PT_HPU_LAZY_MODE=1``)."""
+    return get_backend()

@@ -147,7 +147,7 @@ def test_refuses_what_the_device_cannot_run(standin: object, monkeypatch: pytest
 
 # --- training --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("stage", [1, 2, 3])
-def test_zero_stage_in_bf16_decreases_the_loss(stage: int) -> None:
+def test_zero_stage_in_bf16_decreases_the_loss(stage: int, lazy_mode: None) -> None:
     steps = 16
     model = example.main(["--stage", str(stage), "--max-steps", str(steps)])
     engine = model.trainer.strategy.deepspeed_engine

@@ -63,9 +63,9 @@ def _fit(callbacks: list, accumulate_grad_batches: int = 1) -> tuple[Classifier,
     return model, dict(trainer.callback_metrics)
 
 
-def test_switch_gives_the_same_metrics_as_an_unwrapped_run(standin) -> None:
+def test_switch_gives_the_same_metrics_as_an_unwrapped_run(lazy_standin) -> None:
     plain, plain_metrics = _fit([])
-    standin.counters.reset()
+    lazy_standin.counters.reset()
     graphed, graphed_metrics = _fit([HPUGraphs(max_graphs=4)])
 
     assert set(plain_metrics) == {"val_loss", "val_acc"}
@@ -76,14 +76,14 @@ def test_switch_gives_the_same_metrics_as_an_unwrapped_run(standin) -> None:
     # Predictions kept across validation steps were not overwritten by later replays.
     for a, b in zip(plain.predictions, graphed.predictions, strict=True):
         torch.testing.assert_close(a, b)
-    counters = standin.counters
+    counters = lazy_standin.counters
     # Two training shapes (8 and 4 rows) and two validation shapes were captured; everything else replayed.
     assert counters.graph_cache_inserts == 4
     assert counters.graph_cache_hits == 2 * 16 - 4
     assert "forward" not in graphed.__dict__  # teardown restored the module
 
 
-def test_switch_with_gradient_accumulation_matches_unwrapped(standin) -> None:
+def test_switch_with_gradient_accumulation_matches_unwrapped(lazy_standin) -> None:
     plain, plain_metrics = _fit([], accumulate_grad_batches=2)
     graphed, graphed_metrics = _fit([HPUGraphs(eval=False)], accumulate_grad_batches=2)
     torch.testing.assert_close(graphed_metrics["val_loss"], plain_metrics["val_loss"])
@@ -91,14 +91,14 @@ def test_switch_with_gradient_accumulation_matches_unwrapped(standin) -> None:
         torch.testing.assert_close(a, b)
 
 
-def test_switch_graphs_named_submodules_only(standin) -> None:
+def test_switch_graphs_named_submodules_only(lazy_standin) -> None:
     _, metrics = _fit([HPUGraphs(modules=["net.0"], eval=False)])
-    assert standin.counters.graph_cache_inserts == 2
-    assert standin.counters.graph_cache_uncached == 0
+    assert lazy_standin.counters.graph_cache_inserts == 2
+    assert lazy_standin.counters.graph_cache_uncached == 0
     assert metrics["val_loss"] > 0
 
 
-def test_switch_refusals(standin, monkeypatch) -> None:
+def test_switch_refusals(lazy_standin, monkeypatch) -> None:
     with pytest.raises(ValueError, match="graphs nothing"):
         HPUGraphs(train=False, eval=False)
     with pytest.raises(TypeError, match="list of submodule names"):

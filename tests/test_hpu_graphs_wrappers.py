@@ -35,7 +35,7 @@ def _batches(sizes: list[int]) -> list[tuple[torch.Tensor, torch.Tensor]]:
     return [(torch.randn(n, 8, generator=gen), torch.randint(0, 4, (n,), generator=gen)) for n in sizes]
 
 
-def test_make_graphed_callables_trains_like_eager(standin) -> None:
+def test_make_graphed_callables_trains_like_eager(lazy_standin) -> None:
     batches = _batches([5] * 5)
     eager, graphed = _mlp(), _mlp()
     _train(eager, batches)
@@ -43,11 +43,11 @@ def test_make_graphed_callables_trains_like_eager(standin) -> None:
     _train(graphed, batches)
     for a, b in zip(eager.parameters(), graphed.parameters(), strict=True):
         torch.testing.assert_close(a, b)
-    assert standin.counters.graph_captures == 2  # one forward graph, one backward graph
-    assert standin.counters.graph_replays == 2 * len(batches)
+    assert lazy_standin.counters.graph_captures == 2  # one forward graph, one backward graph
+    assert lazy_standin.counters.graph_replays == 2 * len(batches)
 
 
-def test_make_graphed_callables_checks_the_bridge_rules(standin) -> None:
+def test_make_graphed_callables_checks_the_bridge_rules(lazy_standin) -> None:
     model = _mlp()
     model.register_forward_hook(lambda *_: None)
     with pytest.raises(HPUGraphsUnavailableError, match="hooks"):
@@ -62,13 +62,13 @@ def test_make_graphed_callables_checks_the_bridge_rules(standin) -> None:
         make_graphed_callables(bad, (torch.randn(2, 8),))
 
 
-def test_module_cacher_captures_once_per_shape_and_evicts_the_least_recently_used(standin) -> None:
+def test_module_cacher_captures_once_per_shape_and_evicts_the_least_recently_used(lazy_standin) -> None:
     batches = _batches([4, 6, 4, 6, 4, 8, 4, 6])
     eager = _mlp()
     _train(eager, batches)
     cached = ModuleCacher(max_graphs=2)(model=_mlp(), inplace=True)
     _train(cached, batches[:6])
-    counters = standin.counters
+    counters = lazy_standin.counters
     # 4 and 6 captured, three hits; the 8-row batch is captured and evicts 6, the least recently used key.
     assert (counters.graph_cache_inserts, counters.graph_cache_hits, counters.graph_cache_evictions) == (3, 3, 1)
     assert cached.graph_cacher.num_graphs == 2
@@ -83,7 +83,7 @@ def test_module_cacher_captures_once_per_shape_and_evicts_the_least_recently_use
         torch.testing.assert_close(a, b)
 
 
-def test_module_cacher_trains_like_eager_while_evicting_every_step(standin) -> None:
+def test_module_cacher_trains_like_eager_while_evicting_every_step(lazy_standin) -> None:
     """Three alternating shapes with room for two: every step evicts a training graph and captures another."""
     batches = _batches([3, 5, 7] * 3)
     eager, cached = _mlp(), ModuleCacher(max_graphs=2)(_mlp())
@@ -91,22 +91,22 @@ def test_module_cacher_trains_like_eager_while_evicting_every_step(standin) -> N
     _train(cached, batches)
     for a, b in zip(eager.parameters(), cached.parameters(), strict=True):
         torch.testing.assert_close(a, b)
-    counters = standin.counters
+    counters = lazy_standin.counters
     assert (counters.graph_cache_inserts, counters.graph_cache_hits, counters.graph_cache_evictions) == (9, 0, 7)
 
 
-def test_module_cacher_eviction_keeps_a_pending_backward_valid(standin) -> None:
+def test_module_cacher_eviction_keeps_a_pending_backward_valid(lazy_standin) -> None:
     """A graph evicted between its forward and its backward still computes that backward correctly."""
     x3, x5 = torch.randn(3, 8), torch.randn(5, 8)
     eager, cached = _mlp(), ModuleCacher(max_graphs=1)(_mlp())
     for model in (eager, cached):
         (model(x3).pow(2).sum() + model(x5).pow(2).sum()).backward()  # the 5-row forward evicts the 3-row graph
-    assert standin.counters.graph_cache_evictions == 1
+    assert lazy_standin.counters.graph_cache_evictions == 1
     for a, b in zip(eager.parameters(), cached.parameters(), strict=True):
         torch.testing.assert_close(a.grad, b.grad)
 
 
-def test_evicted_graphs_release_their_tensors(standin) -> None:
+def test_evicted_graphs_release_their_tensors(lazy_standin) -> None:
     """Both caches hold the first call's inputs as static buffers; eviction drops them."""
     first = torch.randn(3, 8)
     held = weakref.ref(first)
@@ -128,7 +128,7 @@ def test_evicted_graphs_release_their_tensors(standin) -> None:
     assert held() is None
 
 
-def test_module_cacher_gradient_accumulation_needs_its_mode(standin) -> None:
+def test_module_cacher_gradient_accumulation_needs_its_mode(lazy_standin) -> None:
     """Graphed gradients live in static buffers that autograd may adopt as ``.grad``; accumulating over
     several backwards needs ``have_grad_accumulation`` and ``set_iteration_count`` (the first micro-batch has
     its own graph)."""
@@ -150,7 +150,7 @@ def test_module_cacher_gradient_accumulation_needs_its_mode(standin) -> None:
     assert not torch.allclose(plain, expected)  # the device's behaviour without the mode, reproduced
 
 
-def test_module_cacher_caches_only_training_with_grad(standin) -> None:
+def test_module_cacher_caches_only_training_with_grad(lazy_standin) -> None:
     model = ModuleCacher(max_graphs=4)(_mlp())
     x = torch.randn(3, 8)
     model.eval()
@@ -158,13 +158,13 @@ def test_module_cacher_caches_only_training_with_grad(standin) -> None:
     model.train()
     with torch.no_grad():
         model(x)
-    assert standin.counters.graph_cache_inserts == 0
-    assert standin.counters.graph_cache_uncached == 2
+    assert lazy_standin.counters.graph_cache_inserts == 0
+    assert lazy_standin.counters.graph_cache_uncached == 2
     model(x).sum().backward()
-    assert standin.counters.graph_cache_inserts == 1
+    assert lazy_standin.counters.graph_cache_inserts == 1
 
 
-def test_module_cacher_lfu_keeps_the_most_frequent_shapes(standin) -> None:
+def test_module_cacher_lfu_keeps_the_most_frequent_shapes(lazy_standin) -> None:
     model = ModuleCacher(max_graphs=1)(_mlp(), use_lfu=True)
     model.capture_start()
     for rows in (2, 3, 3):
@@ -172,10 +172,10 @@ def test_module_cacher_lfu_keeps_the_most_frequent_shapes(standin) -> None:
     model.capture_end()
     model(torch.randn(2, 8))
     model(torch.randn(3, 8))
-    assert standin.counters.graph_cache_inserts == 1  # only the 3-row shape, seen most often
+    assert lazy_standin.counters.graph_cache_inserts == 1  # only the 3-row shape, seen most often
 
 
-def test_module_cacher_handles_keyword_and_structured_outputs(standin) -> None:
+def test_module_cacher_handles_keyword_and_structured_outputs(lazy_standin) -> None:
     class Net(nn.Module):
         def __init__(self) -> None:
             super().__init__()
@@ -191,16 +191,16 @@ def test_module_cacher_handles_keyword_and_structured_outputs(standin) -> None:
     first = cached(torch.ones(2, 4), scale=2.0)
     torch.testing.assert_close(first["out"].detach(), reference["out"])
     cached(torch.ones(2, 4), scale=3.0)  # a new non-tensor value is a new key
-    assert standin.counters.graph_cache_inserts == 2
+    assert lazy_standin.counters.graph_cache_inserts == 2
     with pytest.raises(ValueError, match="max_graphs"):
         ModuleCacher(max_graphs=0)
 
 
-def test_wrap_in_hpu_graph_replays_per_shape_and_evicts_the_least_recently_used(standin) -> None:
+def test_wrap_in_hpu_graph_replays_per_shape_and_evicts_the_least_recently_used(lazy_standin) -> None:
     model = _mlp().eval()
     reference = _mlp().eval()
     wrapped = wrap_in_hpu_graph(model, max_graphs=2)
-    counters = standin.counters
+    counters = lazy_standin.counters
     with torch.no_grad():
         for rows in (3, 3, 5, 3, 7):
             x = torch.randn(rows, 8)
@@ -223,7 +223,7 @@ def test_wrap_in_hpu_graph_replays_per_shape_and_evicts_the_least_recently_used(
     assert counters.graph_cache_evictions == 3  # clear_cache dropped the graphs; nothing had to be evicted
 
 
-def test_wrap_in_hpu_graph_outputs_are_static(standin) -> None:
+def test_wrap_in_hpu_graph_outputs_are_static(lazy_standin) -> None:
     """Replays write into the same output tensors: keep a copy of outputs you hold across calls."""
     wrapped = wrap_in_hpu_graph(nn.Identity())
     first = wrapped(torch.zeros(2))
@@ -232,7 +232,7 @@ def test_wrap_in_hpu_graph_outputs_are_static(standin) -> None:
     torch.testing.assert_close(first, torch.ones(2))
 
 
-def test_wrap_in_hpu_graph_rejects_bad_arguments(standin) -> None:
+def test_wrap_in_hpu_graph_rejects_bad_arguments(lazy_standin) -> None:
     with pytest.raises(TypeError, match=r"torch\.nn\.Module"):
         wrap_in_hpu_graph(lambda x: x)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_graphs"):

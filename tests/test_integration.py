@@ -94,7 +94,7 @@ def test_fp16_is_refused_on_first_generation_gaudi(monkeypatch: pytest.MonkeyPat
         _trainer(accelerator="hpu", precision="16-mixed")
 
 
-def test_fabric_uses_hpu_strategy_precision_and_marks_steps(standin: Any) -> None:
+def test_fabric_uses_hpu_strategy_precision_and_marks_steps(lazy_standin: Any) -> None:
     fabric = Fabric(accelerator="hpu", devices=1, precision="bf16-mixed")
     assert isinstance(fabric.strategy, FabricSingleHPUStrategy)
     assert isinstance(fabric.strategy.precision, HPUPrecision)
@@ -105,11 +105,11 @@ def test_fabric_uses_hpu_strategy_precision_and_marks_steps(standin: Any) -> Non
     model, optimizer = fabric.setup(model, optimizer)
     output = model(torch.randn(2, 4))
     assert inner_dtypes == [torch.bfloat16]  # autocast really ran the layer in bf16
-    before = standin.counters.mark_steps
+    before = lazy_standin.counters.mark_steps
     fabric.backward(output.float().sum())
-    assert standin.counters.mark_steps == before + 1
+    assert lazy_standin.counters.mark_steps == before + 1
     optimizer.step()
-    assert standin.counters.mark_steps == before + 2
+    assert lazy_standin.counters.mark_steps == before + 2
 
 
 def test_integration_refuses_a_lightning_without_the_expected_internals() -> None:

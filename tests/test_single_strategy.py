@@ -48,8 +48,8 @@ def _deltas(events: list[tuple[str, int]]) -> list[tuple[str, int]]:
     return [(name, count - events[i - 1][1]) for i, (name, count) in enumerate(events) if i > 0]
 
 
-def test_mark_step_after_backward_and_after_optimizer_step(standin: CPUStandInBackend, tmp_path: Any) -> None:
-    probe = MarkStepProbe(standin)
+def test_mark_step_after_backward_and_after_optimizer_step(lazy_standin: CPUStandInBackend, tmp_path: Any) -> None:
+    probe = MarkStepProbe(lazy_standin)
     trainer = Trainer(
         accelerator=HPUAccelerator(),
         max_steps=2,
@@ -69,8 +69,10 @@ def test_mark_step_after_backward_and_after_optimizer_step(standin: CPUStandInBa
     ]
 
 
-def test_gradient_accumulation_marks_every_backward_but_steps_once(standin: CPUStandInBackend, tmp_path: Any) -> None:
-    probe = MarkStepProbe(standin)
+def test_gradient_accumulation_marks_every_backward_but_steps_once(
+    lazy_standin: CPUStandInBackend, tmp_path: Any
+) -> None:
+    probe = MarkStepProbe(lazy_standin)
     trainer = Trainer(
         accelerator="hpu",
         max_steps=1,
@@ -106,28 +108,28 @@ class ManualModel(RegressionModel):
         return loss
 
 
-def test_manual_optimization_marks_backward_and_step(standin: CPUStandInBackend, tmp_path: Any) -> None:
-    model = ManualModel(standin)
+def test_manual_optimization_marks_backward_and_step(lazy_standin: CPUStandInBackend, tmp_path: Any) -> None:
+    model = ManualModel(lazy_standin)
     Trainer(accelerator="hpu", max_steps=2, limit_val_batches=0, **quiet_trainer_kwargs(tmp_path)).fit(model)
     assert model.counts == [1, 2, 1, 2]
 
 
-def test_evaluation_steps_are_wrapped_in_mark_steps(standin: CPUStandInBackend, tmp_path: Any) -> None:
-    probe = MarkStepProbe(standin)
+def test_evaluation_steps_are_wrapped_in_mark_steps(lazy_standin: CPUStandInBackend, tmp_path: Any) -> None:
+    probe = MarkStepProbe(lazy_standin)
     trainer = Trainer(accelerator="hpu", limit_val_batches=2, callbacks=[probe], **quiet_trainer_kwargs(tmp_path))
     trainer.validate(RegressionModel())
     assert _deltas(probe.events) == [("val_end", 2), ("val_start", 0), ("val_end", 2)]
-    before = standin.counters.mark_steps
+    before = lazy_standin.counters.mark_steps
     trainer.test(RegressionModel(), verbose=False)
-    tested = standin.counters.mark_steps - before
+    tested = lazy_standin.counters.mark_steps - before
     predictions = trainer.predict(RegressionModel())
     assert predictions is not None and len(predictions) == 8
     assert tested == 2 * 8
-    assert standin.counters.mark_steps - before - tested == 2 * 8
+    assert lazy_standin.counters.mark_steps - before - tested == 2 * 8
 
 
-def test_pipelining_marks_between_forward_and_backward(standin: CPUStandInBackend, tmp_path: Any) -> None:
-    probe = MarkStepProbe(standin)
+def test_pipelining_marks_between_forward_and_backward(lazy_standin: CPUStandInBackend, tmp_path: Any) -> None:
+    probe = MarkStepProbe(lazy_standin)
     strategy = SingleHPUStrategy(pipeline_forward_backward=True)
     trainer = Trainer(
         accelerator="hpu", strategy=strategy, max_steps=1, limit_val_batches=0, callbacks=[probe],

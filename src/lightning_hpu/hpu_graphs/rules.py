@@ -19,9 +19,9 @@ def graphs_backend() -> HPUBackend:
     backend = require_backend()
     if not backend.is_lazy():
         raise HPUGraphsUnavailableError(
-            f"HPU graphs need lazy mode, but {settings.LAZY_MODE_ENV}=0 selects eager mode, where the bridge has no"
-            f" graphs. Unset {settings.LAZY_MODE_ENV} (or set it to 1) before starting Python, or drop HPU graphs and"
-            " use torch.compile(backend='hpu_backend') in eager mode."
+            "HPU graphs need the legacy lazy mode, but this process runs in eager mode (the default of current Gaudi"
+            f" software), where the bridge has no graphs. Set {settings.LAZY_MODE_ENV}=1 before starting Python, or"
+            " drop HPU graphs and use torch.compile(backend='hpu_backend') in eager mode."
         )
     return backend
 

@@ -51,6 +51,11 @@ def cpu_device_name() -> str:
     return raw
 
 
-def lazy_mode_from_env(default: str = "1") -> bool:
-    """Lazy mode as the bridge reads it: any value of ``PT_HPU_LAZY_MODE`` but ``"0"`` means lazy."""
-    return os.environ.get(LAZY_MODE_ENV, default).strip() != "0"
+def lazy_mode_from_env() -> bool:
+    """Lazy mode as current Gaudi software reads it: eager unless ``PT_HPU_LAZY_MODE`` is set to anything but ``0``.
+
+    Intel Gaudi software after 1.19 runs eager by default and calls lazy mode legacy; ``PT_HPU_LAZY_MODE=1``
+    selects it. An empty value counts as unset.
+    """
+    value = os.environ.get(LAZY_MODE_ENV, "").strip()
+    return bool(value) and value != "0"

@@ -64,6 +64,42 @@ def test_make_graphed_callables_checks_the_bridge_rules(lazy_standin) -> None:
         make_graphed_callables(bad, (torch.randn(2, 8),))
 
 
+def test_make_graphed_callables_refuses_what_the_bridge_autograd_path_refuses(lazy_standin) -> None:
+    x = torch.randn(3, 4, requires_grad=True)
+    frozen = _mlp().requires_grad_(False)
+    with pytest.raises(ValueError, match="no sample arg or parameter of `callables` requires grad"):
+        make_graphed_callables(frozen, (torch.randn(3, 8),))
+    with pytest.raises(ValueError, match=r"`callables\[1\]` requires grad"):
+        make_graphed_callables((_mlp(), lambda t: t * 2), ((torch.randn(3, 8),), (torch.randn(3, 4),)))
+    with pytest.raises(RuntimeError, match="No output of `callables` requires grad"):
+        make_graphed_callables(lambda t: (t * 2).detach(), (x,))
+    with pytest.raises(RuntimeError, match="allow_unused_input=True"):
+        make_graphed_callables(lambda t, u: t * 2, (x, torch.randn(3, 4, requires_grad=True)))
+    with pytest.raises(RuntimeError, match="output 1 does not require grad"):
+        make_graphed_callables(lambda t: (t * 2, t.detach() + 1), (x,), warmups=1)
+    with pytest.raises(TypeError, match="tensor or a tuple of tensors"):
+        make_graphed_callables(lambda t: {"y": t * 2}, (x,))
+    assert lazy_standin.counters.graph_replays == 0
+
+
+def test_make_graphed_callables_accepts_what_the_bridge_accepts(lazy_standin) -> None:
+    x = torch.randn(3, 4, requires_grad=True)
+    # Without warmups, outputs that need no grad are fine: the backward differentiates the others.
+    mixed = make_graphed_callables(lambda t: (t * 2, t.detach() + 1), (x,))
+    given = torch.randn(3, 4, requires_grad=True)
+    doubled, shifted = mixed(given)
+    doubled.sum().backward()
+    torch.testing.assert_close(given.grad, torch.full((3, 4), 2.0))
+    torch.testing.assert_close(shifted, given.detach() + 1)
+    # allow_unused_input: an unused input gets a zero gradient.
+    unused = torch.randn(3, 4, requires_grad=True)
+    graphed = make_graphed_callables(lambda t, u: t * 3, (x, unused), allow_unused_input=True)
+    a, b = torch.randn(3, 4, requires_grad=True), torch.randn(3, 4, requires_grad=True)
+    graphed(a, b).sum().backward()
+    torch.testing.assert_close(a.grad, torch.full((3, 4), 3.0))
+    torch.testing.assert_close(b.grad, torch.zeros(3, 4))
+
+
 @pytest.mark.parametrize("cache", ["ModuleCacher", "wrap_in_hpu_graph"])
 def test_a_full_cache_runs_new_shapes_uncached_and_never_evicts(lazy_standin, cache: str) -> None:
     """The bridge's policy: max_graphs=1 with 2, 3, 2 rows gives one capture, one uncached call and one hit."""

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-#: Marks a non-tensor value in a key, so that no value can be mistaken for a tensor's shape.
+#: Marks a ``torch.Size`` argument in a key, so that it cannot be mistaken for a tensor's shape.
 _VALUE = object()
 _EMPTY = inspect.Parameter.empty
 
@@ -35,12 +35,15 @@ def walk(values: Iterable[Any], tensors: list[Tensor]) -> tuple[Any, ...]:
             tensors.append(value)
             # A tensor that is not a view has a plain layout on the device (its view hash is 0 on the bridge).
             parts.append((value.shape, value.stride(), value.storage_offset()) if value._is_view() else value.shape)
-        elif isinstance(value, (list, tuple)) and not isinstance(value, torch.Size):
-            parts.append((type(value), walk(value, tensors)))
+        elif isinstance(value, tuple):
+            # A torch.Size argument is a value; it is tagged so that it cannot pass for a tensor's shape.
+            parts.append((_VALUE, value) if isinstance(value, torch.Size) else (type(value), walk(value, tensors)))
+        elif isinstance(value, list):
+            parts.append((list, walk(value, tensors)))
         elif isinstance(value, dict):
             parts.append((type(value), tuple(value), walk(value.values(), tensors)))
         else:
-            parts.append((_VALUE, value))
+            parts.append(value)  # not a tuple, so never equal to a shape or to a container's part
     return tuple(parts)
 
 
@@ -75,6 +78,8 @@ def _rebuild(template: Any, tensors: Any) -> Any:
         if hasattr(template, "_fields"):  # a namedtuple
             return type(template)(*items)
         return type(template)(items)
+    if type(template) is dict:
+        return {key: _rebuild(value, tensors) for key, value in template.items()}
     if isinstance(template, dict):
         rebuilt = copy.copy(template)
         for key, value in template.items():
@@ -114,7 +119,8 @@ class ForwardSignature:
         self.names = tuple(names)
         self._names_set = frozenset(names)
         self._defaults = tuple(defaults)
-        # For each count of positional arguments: whether the parameters after them all have defaults.
+        # For each count of positional arguments: the parameters after them, and whether they all have defaults.
+        self._tails = [(self.names[n:], self._defaults[n:]) for n in range(len(names) + 1)]
         self._tail_has_defaults = [
             all(default is not _EMPTY for default in self._defaults[n:]) for n in range(len(names) + 1)
         ]
@@ -130,22 +136,17 @@ class ForwardSignature:
             if not self._tail_has_defaults[given]:
                 self._raise_type_error(args, kwargs)
             return args + self._defaults[given:]
-        values = list(args)
-        used = 0
-        for name, default in zip(self.names[given:], self._defaults[given:], strict=True):
-            if name in kwargs:
-                values.append(kwargs[name])
-                used += 1
-            elif default is _EMPTY:
-                self._raise_type_error(args, kwargs)
-            else:
-                values.append(default)
-        if used != len(kwargs):
-            extra = {key: value for key, value in kwargs.items() if key not in self._names_set}
-            if not self._var_keyword or len(extra) + used != len(kwargs):
-                self._raise_type_error(args, kwargs)
-            values.append(extra)
-        return tuple(values)
+        names, defaults = self._tails[given]
+        tail = tuple(map(kwargs.get, names, defaults))
+        if not self._tail_has_defaults[given] and any(value is _EMPTY for value in tail):
+            self._raise_type_error(args, kwargs)  # a required argument is missing
+        if given and not kwargs.keys().isdisjoint(self.names[:given]):
+            self._raise_type_error(args, kwargs)  # an argument given twice
+        if self._names_set.issuperset(kwargs):
+            return args + tail
+        if not self._var_keyword:
+            self._raise_type_error(args, kwargs)  # an unknown keyword
+        return (*args, *tail, {key: value for key, value in kwargs.items() if key not in self._names_set})
 
     def call(self, forward: Callable[..., Any], values: tuple[Any, ...]) -> Any:
         """Call ``forward`` with bound ``values``, every argument by name (as the bridge's graphs do)."""

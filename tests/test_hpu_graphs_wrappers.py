@@ -339,3 +339,17 @@ def test_wrap_in_hpu_graph_rejects_bad_arguments(lazy_standin) -> None:
         wrap_in_hpu_graph(nn.Identity(), max_graphs=0)
     with pytest.raises(HPUGraphsUnavailableError, match=r"torch\.compile"):
         wrap_in_hpu_graph(torch.compile(nn.Linear(2, 2)))  # type: ignore[arg-type]
+
+
+def test_wrap_in_hpu_graph_without_tensor_cache_keeps_its_own_buffers(lazy_standin) -> None:
+    model, reference = _mlp().eval(), _mlp().eval()
+    wrapped = wrap_in_hpu_graph(model, disable_tensor_cache=True)
+    first = torch.randn(3, 8)
+    held = weakref.ref(first)
+    with torch.no_grad():
+        wrapped(input=first)
+        del first
+        assert held() is None  # the graph copied the keyword argument into a buffer of its own
+        x = torch.randn(3, 8)
+        torch.testing.assert_close(wrapped(input=x), reference(x))
+    assert lazy_standin.counters.graph_cache_hits == 1

@@ -179,3 +179,18 @@ def test_graphs_refused_in_eager_mode(lazy_standin, monkeypatch) -> None:
 def test_graph_needs_an_hpugraph(lazy_standin) -> None:
     with pytest.raises(TypeError, match=r"HPUGraph\(\)"):
         graph(copy.copy(object()))  # type: ignore[arg-type]
+
+
+def test_capture_active_tells_whether_a_capture_is_underway(lazy_standin) -> None:
+    from lightning_hpu.runtime.standin.graphs import capture_active
+
+    g = HPUGraph()
+    x = torch.ones(2)
+    assert not capture_active()
+    with graph(g):
+        assert capture_active()
+        x.mul_(2)
+    assert not capture_active()
+    with pytest.raises(HostSyncInCaptureError), graph(HPUGraph()):
+        x.sum().item()
+    assert not capture_active()  # a failed capture ends too

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 import weakref
 
 import pytest
@@ -15,6 +16,7 @@ from lightning_hpu.hpu_graphs import (
     make_graphed_callables,
     wrap_in_hpu_graph,
 )
+from lightning_hpu.runtime.standin.graph_caches import HPUGraphDtypeWarning
 
 
 def _mlp(seed: int = 0) -> nn.Module:
@@ -62,70 +64,172 @@ def test_make_graphed_callables_checks_the_bridge_rules(lazy_standin) -> None:
         make_graphed_callables(bad, (torch.randn(2, 8),))
 
 
-def test_module_cacher_captures_once_per_shape_and_evicts_the_least_recently_used(lazy_standin) -> None:
-    batches = _batches([4, 6, 4, 6, 4, 8, 4, 6])
-    eager = _mlp()
-    _train(eager, batches)
-    cached = ModuleCacher(max_graphs=2)(model=_mlp(), inplace=True)
-    _train(cached, batches[:6])
+def test_make_graphed_callables_refuses_what_the_bridge_autograd_path_refuses(lazy_standin) -> None:
+    x = torch.randn(3, 4, requires_grad=True)
+    frozen = _mlp().requires_grad_(False)
+    with pytest.raises(ValueError, match="no sample arg or parameter of `callables` requires grad"):
+        make_graphed_callables(frozen, (torch.randn(3, 8),))
+    with pytest.raises(ValueError, match=r"`callables\[1\]` requires grad"):
+        make_graphed_callables((_mlp(), lambda t: t * 2), ((torch.randn(3, 8),), (torch.randn(3, 4),)))
+    with pytest.raises(RuntimeError, match="No output of `callables` requires grad"):
+        make_graphed_callables(lambda t: (t * 2).detach(), (x,))
+    with pytest.raises(RuntimeError, match="allow_unused_input=True"):
+        make_graphed_callables(lambda t, u: t * 2, (x, torch.randn(3, 4, requires_grad=True)))
+    with pytest.raises(RuntimeError, match="output 1 does not require grad"):
+        make_graphed_callables(lambda t: (t * 2, t.detach() + 1), (x,), warmups=1)
+    with pytest.raises(TypeError, match="tensor or a tuple of tensors"):
+        make_graphed_callables(lambda t: {"y": t * 2}, (x,))
+    assert lazy_standin.counters.graph_replays == 0
+
+
+def test_make_graphed_callables_accepts_what_the_bridge_accepts(lazy_standin) -> None:
+    x = torch.randn(3, 4, requires_grad=True)
+    # Without warmups, outputs that need no grad are fine: the backward differentiates the others.
+    mixed = make_graphed_callables(lambda t: (t * 2, t.detach() + 1), (x,))
+    given = torch.randn(3, 4, requires_grad=True)
+    doubled, shifted = mixed(given)
+    doubled.sum().backward()
+    torch.testing.assert_close(given.grad, torch.full((3, 4), 2.0))
+    torch.testing.assert_close(shifted, given.detach() + 1)
+    # allow_unused_input: an unused input gets a zero gradient.
+    unused = torch.randn(3, 4, requires_grad=True)
+    graphed = make_graphed_callables(lambda t, u: t * 3, (x, unused), allow_unused_input=True)
+    a, b = torch.randn(3, 4, requires_grad=True), torch.randn(3, 4, requires_grad=True)
+    graphed(a, b).sum().backward()
+    torch.testing.assert_close(a.grad, torch.full((3, 4), 3.0))
+    torch.testing.assert_close(b.grad, torch.zeros(3, 4))
+
+
+@pytest.mark.parametrize("cache", ["ModuleCacher", "wrap_in_hpu_graph"])
+def test_a_full_cache_runs_new_shapes_uncached_and_never_evicts(lazy_standin, cache: str) -> None:
+    """The bridge's policy: max_graphs=1 with 2, 3, 2 rows gives one capture, one uncached call and one hit."""
+    reference = _mlp()
+    model = ModuleCacher(max_graphs=1)(_mlp()) if cache == "ModuleCacher" else wrap_in_hpu_graph(_mlp(), max_graphs=1)
+    first = torch.randn(2, 8)
+    held = weakref.ref(first)
     counters = lazy_standin.counters
-    # 4 and 6 captured, three hits; the 8-row batch is captured and evicts 6, the least recently used key.
-    assert (counters.graph_cache_inserts, counters.graph_cache_hits, counters.graph_cache_evictions) == (3, 3, 1)
-    assert cached.graph_cacher.num_graphs == 2
-    _train(cached, batches[6:])
-    # 4 is still cached (a hit); 6, evicted, is captured anew and evicts 8.
-    assert (counters.graph_cache_inserts, counters.graph_cache_hits, counters.graph_cache_evictions) == (4, 4, 2)
-    assert counters.graph_cache_uncached == 0
-    assert counters.graph_captures == 2 * 4  # a forward and a backward graph per insert
-    assert counters.graph_replays == 2 * len(batches)
-    assert cached.graph_cacher.num_graphs == 2
-    for a, b in zip(eager.parameters(), cached.parameters(), strict=True):
-        torch.testing.assert_close(a, b)
+    for x in (first, torch.randn(3, 8), torch.randn(2, 8)):
+        torch.testing.assert_close(model(x), reference(x))
+    assert (counters.graph_cache_inserts, counters.graph_cache_uncached, counters.graph_cache_hits) == (1, 1, 1)
+    assert counters.graph_captures == (2 if cache == "ModuleCacher" else 1)  # a training graph has a backward too
+    del first
+    assert held() is not None  # the 2-row graph still holds its static input: nothing was evicted
+    for _ in range(3):
+        model(torch.randn(3, 8))
+    assert counters.graph_cache_inserts == 1  # a full cache never makes room for a frequent newcomer
+    assert counters.graph_cache_uncached == 4
 
 
-def test_module_cacher_trains_like_eager_while_evicting_every_step(lazy_standin) -> None:
-    """Three alternating shapes with room for two: every step evicts a training graph and captures another."""
-    batches = _batches([3, 5, 7] * 3)
+def test_module_cacher_trains_like_eager_with_a_full_cache(lazy_standin) -> None:
+    batches = _batches([4, 6, 4, 8, 6, 4, 8])
     eager, cached = _mlp(), ModuleCacher(max_graphs=2)(_mlp())
     _train(eager, batches)
     _train(cached, batches)
     for a, b in zip(eager.parameters(), cached.parameters(), strict=True):
         torch.testing.assert_close(a, b)
     counters = lazy_standin.counters
-    assert (counters.graph_cache_inserts, counters.graph_cache_hits, counters.graph_cache_evictions) == (9, 0, 7)
+    # 4 and 6 fill the cache; the 8-row batches run eagerly; 4 and 6 keep replaying.
+    assert (counters.graph_cache_inserts, counters.graph_cache_hits, counters.graph_cache_uncached) == (2, 3, 2)
+    assert cached.graph_cacher.num_graphs == 2
+    assert counters.graph_replays == 2 * (2 + 3)  # forward and backward of every graphed call (captures replay too)
 
 
-def test_module_cacher_eviction_keeps_a_pending_backward_valid(lazy_standin) -> None:
-    """A graph evicted between its forward and its backward still computes that backward correctly."""
-    x3, x5 = torch.randn(3, 8), torch.randn(5, 8)
-    eager, cached = _mlp(), ModuleCacher(max_graphs=1)(_mlp())
+def test_module_cacher_keys_on_the_full_arguments_with_defaults(lazy_standin) -> None:
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+            return self.lin(x) * scale
+
+    cached = ModuleCacher(max_graphs=4)(Net())
+    x = torch.randn(2, 4)
+    cached(x)
+    cached(x, scale=1.0)  # the default, given
+    cached(x=x)  # by name
+    cached(x, 1.0)
+    counters = lazy_standin.counters
+    assert (counters.graph_cache_inserts, counters.graph_cache_hits) == (1, 3)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'sclae'"):
+        cached(x, sclae=2.0)
+    with pytest.raises(TypeError, match="cannot be hashed"):
+        cached(x, scale={1.0})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="positional-only"):
+        ModuleCacher(2)(_PositionalOnly())
+
+
+class _PositionalOnly(nn.Module):
+    def forward(self, x: torch.Tensor, /) -> torch.Tensor:
+        return x
+
+
+def test_cache_key_has_view_layout_but_no_dtype(lazy_standin) -> None:
+    wrapped = wrap_in_hpu_graph(_mlp().eval())
+    reference = _mlp().eval()
+    counters = lazy_standin.counters
+    base = torch.randn(8, 8)
+    with torch.no_grad():
+        wrapped(base)
+        wrapped(base.t())  # same shape, another view layout: its own graph
+        fresh = base.t() * 2  # not a view: a plain layout on the device, whatever its strides on the CPU
+        expected = reference(fresh)
+        torch.testing.assert_close(wrapped(fresh), expected)  # replayed: copied into `base`, the graph's input
+        assert (counters.graph_cache_inserts, counters.graph_cache_hits) == (2, 1)
+        x64 = torch.randn(8, 8, dtype=torch.float64)
+        with pytest.warns(HPUGraphDtypeWarning, match=r"captured for input dtypes \(float32\).*\(float64\)"):
+            out = wrapped(x64)
+        assert (counters.graph_cache_inserts, counters.graph_cache_hits) == (2, 2)  # replayed, not captured
+        assert out.dtype == torch.float32  # the captured graph's dtype, as on a Gaudi
+        torch.testing.assert_close(out, reference(x64.float()))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            wrapped(torch.randn(8, 8, dtype=torch.float64))  # warned once per graph and dtype
+        with pytest.warns(HPUGraphDtypeWarning, match=r"\(bfloat16\)"):
+            wrapped(torch.randn(8, 8, dtype=torch.bfloat16))
+
+
+def test_module_cacher_replays_a_new_dtype_in_the_captured_one(lazy_standin) -> None:
+    eager, cached = _mlp(), ModuleCacher(max_graphs=2)(_mlp())
+    x, x64 = torch.randn(3, 8), torch.randn(3, 8, dtype=torch.float64)
     for model in (eager, cached):
-        (model(x3).pow(2).sum() + model(x5).pow(2).sum()).backward()  # the 5-row forward evicts the 3-row graph
-    assert lazy_standin.counters.graph_cache_evictions == 1
+        model(x).sum().backward()
+        model.zero_grad(set_to_none=True)
+    eager(x64.float()).sum().backward()
+    with pytest.warns(HPUGraphDtypeWarning, match="float64"):
+        out = cached(x64)
+    out.sum().backward()
+    assert lazy_standin.counters.graph_cache_inserts == 1
+    assert out.dtype == torch.float32
     for a, b in zip(eager.parameters(), cached.parameters(), strict=True):
         torch.testing.assert_close(a.grad, b.grad)
 
 
-def test_evicted_graphs_release_their_tensors(lazy_standin) -> None:
-    """Both caches hold the first call's inputs as static buffers; eviction drops them."""
-    first = torch.randn(3, 8)
-    held = weakref.ref(first)
-    cached = ModuleCacher(max_graphs=1)(_mlp())
-    cached(first).sum().backward()
-    del first
-    assert held() is not None  # the graph's static input
-    cached(torch.randn(5, 8)).sum().backward()
-    assert held() is None
+def test_module_cacher_graphs_only_when_lazy_mode_is_exactly_one(lazy_standin, monkeypatch) -> None:
+    """The bridge's ModuleCacher checks PT_HPU_LAZY_MODE == "1"; other lazy values run every call uncached."""
+    from lightning_hpu.runtime import get_backend, reset_backend
 
-    first = torch.randn(3, 8)
-    held = weakref.ref(first)
-    wrapped = wrap_in_hpu_graph(_mlp().eval(), max_graphs=1)
-    with torch.no_grad():
-        wrapped(first)
-        del first
-        assert held() is not None
-        wrapped(torch.randn(5, 8))
-    assert held() is None
+    monkeypatch.setenv("PT_HPU_LAZY_MODE", "2")
+    reset_backend()
+    assert get_backend().is_lazy()
+    model = ModuleCacher(max_graphs=2)(_mlp())
+    model(torch.randn(3, 8)).sum().backward()
+    counters = get_backend().counters
+    assert (counters.graph_cache_inserts, counters.graph_cache_uncached) == (0, 1)
+
+
+def test_module_cacher_counts_micro_batches_from_zero(lazy_standin) -> None:
+    """As on the bridge, a fresh cacher is at micro-batch 0: the first call already uses the first-micro-batch graph."""
+    model = ModuleCacher(max_graphs=4)(_mlp(), have_grad_accumulation=True)
+    x = torch.randn(3, 8)
+    model(x).sum().backward()
+    model.set_iteration_count(1)
+    model(x).sum().backward()
+    counters = lazy_standin.counters
+    assert (counters.graph_cache_inserts, counters.graph_cache_hits) == (2, 0)
+    model.set_iteration_count(0)
+    model(x).sum().backward()
+    assert (counters.graph_cache_inserts, counters.graph_cache_hits) == (2, 1)
 
 
 def test_module_cacher_gradient_accumulation_needs_its_mode(lazy_standin) -> None:
@@ -196,31 +300,27 @@ def test_module_cacher_handles_keyword_and_structured_outputs(lazy_standin) -> N
         ModuleCacher(max_graphs=0)
 
 
-def test_wrap_in_hpu_graph_replays_per_shape_and_evicts_the_least_recently_used(lazy_standin) -> None:
+def test_wrap_in_hpu_graph_replays_known_shapes_and_clear_cache_makes_room(lazy_standin) -> None:
     model = _mlp().eval()
     reference = _mlp().eval()
     wrapped = wrap_in_hpu_graph(model, max_graphs=2)
     counters = lazy_standin.counters
+    first = torch.randn(3, 8)
+    held = weakref.ref(first)
     with torch.no_grad():
-        for rows in (3, 3, 5, 3, 7):
-            x = torch.randn(rows, 8)
+        for x in (first, torch.randn(3, 8), torch.randn(5, 8), torch.randn(7, 8), torch.randn(5, 8)):
             torch.testing.assert_close(wrapped(x), reference(x))
-        # 7 was captured and evicted 5, the least recently used key.
-        assert (counters.graph_cache_inserts, counters.graph_cache_hits, counters.graph_cache_evictions) == (3, 2, 1)
-        for rows in (5, 7, 3):  # 5 is captured anew (evicting 3), 7 hits, 3 is captured anew (evicting 5)
-            x = torch.randn(rows, 8)
-            torch.testing.assert_close(wrapped(x), reference(x))
-        out = wrapped(torch.randn(3, 8), bypass_hpu_graphs=True)
-    assert out.shape == (3, 4)
-    assert (counters.graph_cache_inserts, counters.graph_cache_hits, counters.graph_cache_evictions) == (5, 3, 3)
-    assert counters.graph_cache_uncached == 0
-    assert counters.graph_captures == 5
-    assert counters.graph_replays == 3
+        out = wrapped(torch.randn(7, 8), bypass_hpu_graphs=True)
+    assert out.shape == (7, 4)
+    assert (counters.graph_cache_inserts, counters.graph_cache_hits, counters.graph_cache_uncached) == (2, 2, 1)
+    assert (counters.graph_captures, counters.graph_replays) == (2, 2)
+    del first
+    assert held() is not None  # the 3-row graph's input buffer
     wrapped.clear_cache()
+    assert held() is None  # clear_cache, the only way a graph leaves a cache, frees its tensors
     with torch.no_grad():
-        wrapped(torch.randn(3, 8))
-    assert counters.graph_cache_inserts == 6
-    assert counters.graph_cache_evictions == 3  # clear_cache dropped the graphs; nothing had to be evicted
+        wrapped(torch.randn(7, 8))
+    assert counters.graph_cache_inserts == 3
 
 
 def test_wrap_in_hpu_graph_outputs_are_static(lazy_standin) -> None:
@@ -239,3 +339,17 @@ def test_wrap_in_hpu_graph_rejects_bad_arguments(lazy_standin) -> None:
         wrap_in_hpu_graph(nn.Identity(), max_graphs=0)
     with pytest.raises(HPUGraphsUnavailableError, match=r"torch\.compile"):
         wrap_in_hpu_graph(torch.compile(nn.Linear(2, 2)))  # type: ignore[arg-type]
+
+
+def test_wrap_in_hpu_graph_without_tensor_cache_keeps_its_own_buffers(lazy_standin) -> None:
+    model, reference = _mlp().eval(), _mlp().eval()
+    wrapped = wrap_in_hpu_graph(model, disable_tensor_cache=True)
+    first = torch.randn(3, 8)
+    held = weakref.ref(first)
+    with torch.no_grad():
+        wrapped(input=first)
+        del first
+        assert held() is None  # the graph copied the keyword argument into a buffer of its own
+        x = torch.randn(3, 8)
+        torch.testing.assert_close(wrapped(input=x), reference(x))
+    assert lazy_standin.counters.graph_cache_hits == 1

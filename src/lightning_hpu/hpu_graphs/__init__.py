@@ -10,10 +10,12 @@ from lightning_hpu.hpu_graphs.callback import HPUGraphs
 from lightning_hpu.hpu_graphs.capture import HPUGraph, graph
 from lightning_hpu.hpu_graphs.rules import HPUGraphsUnavailableError
 from lightning_hpu.hpu_graphs.wrappers import ModuleCacher, make_graphed_callables, wrap_in_hpu_graph
+from lightning_hpu.runtime.standin.graph_caches import HPUGraphDtypeWarning
 from lightning_hpu.runtime.standin.graphs import HostSyncInCaptureError
 
 __all__ = [
     "HPUGraph",
+    "HPUGraphDtypeWarning",
     "HPUGraphs",
     "HPUGraphsUnavailableError",
     "HostSyncInCaptureError",

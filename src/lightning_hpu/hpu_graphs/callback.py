@@ -35,7 +35,7 @@ class HPUGraphs(Callback):
         train: graph training forwards (and their backward) with :class:`ModuleCacher`.
         eval: graph validation/test/predict forwards with :func:`wrap_in_hpu_graph`.
         modules: dotted names of submodules to graph (``"encoder"``, ``"net.head"``); default: the LightningModule.
-        max_graphs: graphs kept per module and mode; a new input shape beyond it evicts the least recently used one.
+        max_graphs: graphs cached per module and mode; once full, new input shapes run uncached (nothing is evicted).
         use_lfu: training cache keeps the most frequent shapes (see ``ModuleCacher``).
         disable_tensor_cache: evaluation graphs keep their own input buffers (less memory held on a Gaudi).
         asynchronous: replay without waiting for the device.

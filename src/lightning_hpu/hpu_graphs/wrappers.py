@@ -12,6 +12,7 @@ from torch import Tensor
 from torch.nn import Module
 
 from lightning_hpu.hpu_graphs.rules import check_graphable_for_training, check_not_compiled, graphs_backend
+from lightning_hpu.runtime.standin.graphed_callables import require_differentiable
 
 
 def _check_positive_int(value: Any, argument: str, allow_none: bool = False) -> None:
@@ -34,7 +35,10 @@ def make_graphed_callables(
 
     ``sample_args`` (a tuple of tensors, or a tuple of such tuples for several callables) become the static input
     buffers. A module gets its ``forward`` patched and is returned; a function is returned graphed. Outputs are the
-    graph's static tensors: the next call overwrites them.
+    graph's static tensors: the next call overwrites them. As the bridge's ``autograd.grad`` path, it refuses a
+    callable with no input or parameter that requires grad (checked here, before any work), no output that
+    requires grad or an input that does not reach the outputs (unless ``allow_unused_input``), and, with
+    ``warmups > 0``, any output that does not require grad.
     """
     backend = graphs_backend()
     several = isinstance(callables, tuple)
@@ -53,6 +57,7 @@ def make_graphed_callables(
                 "`sample_args` must be a tuple of tensors for each callable (no other types, no keyword arguments):"
                 " wrap a single tensor as `(x,)`."
             )
+        require_differentiable(func, args, name)
     if isinstance(warmups, bool) or not isinstance(warmups, int) or warmups < 0:
         raise ValueError(f"`warmups` must be a non-negative integer, got {warmups!r}.")
     return backend.make_graphed_callables(
@@ -69,11 +74,13 @@ def make_graphed_callables(
 class ModuleCacher:
     """Caches a training graph (forward and backward) per input shape: ``ModuleCacher(max_graphs)(model)``.
 
-    It graphs only while ``model.training and torch.is_grad_enabled()``; other calls run the original forward. A new
-    input shape arriving when ``max_graphs`` graphs are cached evicts the least recently used graph and is captured
-    (on a Gaudi the bridge's own cache policy applies); with ``use_lfu=True`` only the most frequent shapes counted
-    between ``model.capture_start()`` and ``model.capture_end()`` are graphed. The model is patched in place and
-    returned.
+    It graphs only while ``model.training and torch.is_grad_enabled()`` with ``PT_HPU_LAZY_MODE=1``; other calls run
+    the original forward. The cache never evicts (the bridge's policy): while it holds fewer than ``max_graphs``
+    graphs a new key is captured, and once it is full new keys run uncached (eagerly) while known keys keep
+    replaying. The key is every argument (defaults filled in): tensor shapes and view layout, other values as they
+    are, and the autocast state; not the dtype, so the same shapes in another dtype replay the first graph with the
+    inputs cast. With ``use_lfu=True`` only the most frequent keys counted between ``model.capture_start()`` and
+    ``model.capture_end()`` are graphed. The model is patched in place and returned.
     """
 
     def __init__(self, max_graphs: int = 10) -> None:
@@ -123,9 +130,9 @@ def wrap_in_hpu_graph(
 
     The first call with new input shapes captures and returns its outputs; later calls copy their inputs into that
     call's input tensors and replay, returning the same output tensors (clone what you keep). With ``max_graphs``
-    set, a new shape arriving at a full cache evicts the least recently used graph and is captured (on a Gaudi the
-    bridge's own cache policy applies). Forward keyword ``bypass_hpu_graphs=True`` runs eagerly;
-    ``module.clear_cache()`` drops the graphs.
+    set, a full cache never evicts: new shapes run uncached (eagerly), known shapes keep replaying. The key has no
+    dtype: the same shapes in another dtype replay the first graph, inputs cast into its buffers. Forward keyword
+    ``bypass_hpu_graphs=True`` runs eagerly; ``module.clear_cache()`` drops the graphs.
     """
     if not isinstance(module, Module):
         raise TypeError(f"`module` must be a torch.nn.Module, got {type(module).__name__}.")

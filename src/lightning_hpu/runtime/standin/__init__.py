@@ -1,8 +1,8 @@
 """The CPU stand-in: the HPU seam implemented on the CPU, keeping the device's rules.
 
 ``backend`` is the :class:`~lightning_hpu.runtime.base.HPUBackend` the package uses; ``process_group`` is the
-``"hccl"`` process group over gloo; ``graphs``, ``graph_caches`` and ``graphed_callables`` capture and replay HPU
-graphs. Nothing here is imported unless ``LIGHTNING_HPU_BACKEND=cpu`` chose the stand-in.
+``"hccl"`` process group over gloo; ``graphs``, ``graph_caches`` (keyed by ``graph_keys``) and ``graphed_callables``
+capture and replay HPU graphs. Nothing here is imported unless ``LIGHTNING_HPU_BACKEND=cpu`` chose the stand-in.
 """
 
 from lightning_hpu.runtime.standin.backend import CPUStandInBackend, StandInCounters

@@ -33,15 +33,14 @@ class StandInCounters:
 
     mark_steps: int = 0
     synchronizes: int = 0
-    #: HPU graphs: captures ended, replays run, cached graphs reused, graphs added to a cache, cached-module calls
-    #: that ran eagerly (not training, or a key outside ``use_lfu``'s kept set), and least recently used graphs
-    #: evicted to make room past ``max_graphs``.
+    #: HPU graphs: captures ended, replays run, cached graphs reused, graphs added to a cache, and cached-module
+    #: calls that ran uncached (a full cache, not training, or a key outside ``use_lfu``'s kept set). The caches
+    #: never evict, as on the bridge, so there is no eviction counter.
     graph_captures: int = 0
     graph_replays: int = 0
     graph_cache_hits: int = 0
     graph_cache_inserts: int = 0
     graph_cache_uncached: int = 0
-    graph_cache_evictions: int = 0
 
     def reset(self) -> None:
         for name in self.__dataclass_fields__:
@@ -220,7 +219,7 @@ class CPUStandInBackend(HPUBackend):
     def module_cacher(self, max_graphs: int) -> Callable[..., torch.nn.Module]:
         from lightning_hpu.runtime.standin.graph_caches import StandInModuleCacher
 
-        return StandInModuleCacher(max_graphs, self.counters, lazy=self._lazy)
+        return StandInModuleCacher(max_graphs, self.counters)
 
     def wrap_in_hpu_graph(
         self,

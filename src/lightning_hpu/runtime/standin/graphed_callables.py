@@ -6,6 +6,11 @@ grad-output buffers. The returned callable copies its inputs into the static inp
 its backward copies the incoming gradients into the static grad outputs and replays the backward graph. Outputs and
 gradients are the graphs' static tensors (detached), so a later call overwrites them: call a graphed callable once
 per forward/backward pair.
+
+It refuses what the bridge's ``autograd.grad`` calls refuse, each with a sentence: a callable with no input or
+parameter that requires grad; no output that requires grad (unless ``allow_unused_input``); an input that requires
+grad but does not reach the outputs (unless ``allow_unused_input``); with ``warmups > 0``, any output that does not
+require grad (the warmup differentiates every output); outputs other than a tensor or a tuple of tensors.
 """
 
 from __future__ import annotations
@@ -67,13 +72,56 @@ class _Graphed(torch.autograd.Function):
         return (None, *(g.detach() if g is not None else None for g in parts.grad_inputs))
 
 
-def _as_tuple(outputs: Any) -> tuple[Tensor, ...]:
-    return (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
+def _as_tuple(outputs: Any, name: str) -> tuple[Tensor, ...]:
+    outs = (outputs,) if isinstance(outputs, Tensor) else outputs
+    if not isinstance(outs, tuple) or not all(isinstance(o, Tensor) for o in outs):
+        raise TypeError(
+            f"A graphed callable must return a tensor or a tuple of tensors, but `{name}` returned"
+            f" {type(outputs).__name__}: return the tensors as a tuple (or graph it with ModuleCacher, which packs"
+            " any structure)."
+        )
+    return outs
+
+
+def require_differentiable(func: Callable[..., Any], args: tuple[Tensor, ...], name: str) -> tuple[Tensor, ...]:
+    """The sample args and parameters of ``func`` that require grad; refuses a callable with none."""
+    params = tuple(func.parameters()) if isinstance(func, Module) else ()
+    differentiable = tuple(t for t in args + params if t.requires_grad)
+    if not differentiable:
+        raise ValueError(
+            f"make_graphed_callables graphs a backward, but no sample arg or parameter of `{name}` requires grad, so"
+            " there is nothing to differentiate (the bridge's autograd.grad refuses this): graph inference with"
+            " wrap_in_hpu_graph, or pass inputs or parameters that require grad."
+        )
+    return differentiable
+
+
+def _grad(
+    outputs: tuple[Tensor, ...],
+    inputs: tuple[Tensor, ...],
+    grad_outputs: tuple[Tensor, ...],
+    allow_unused_input: bool,
+    name: str,
+) -> tuple[Tensor | None, ...]:
+    """The bridge's ``autograd.grad`` call, with its failures said in one sentence."""
+    try:
+        return torch.autograd.grad(
+            outputs, inputs, grad_outputs, allow_unused=allow_unused_input, materialize_grads=allow_unused_input
+        )
+    except RuntimeError as error:
+        if "not have been used" not in str(error):
+            raise
+        raise RuntimeError(
+            f"An input or parameter of `{name}` that requires grad does not affect its outputs, and the graphed"
+            " backward differentiates every one of them: pass allow_unused_input=True (its gradient is then zeros),"
+            " or make it stop requiring grad."
+        ) from None
 
 
 def _graph_one(
     func: Callable[..., Any],
     args: tuple[Tensor, ...],
+    name: str,
     warmups: int,
     allow_unused_input: bool,
     asynchronous: bool,
@@ -82,37 +130,36 @@ def _graph_one(
 ) -> Callable[..., Any]:
     params = tuple(func.parameters()) if isinstance(func, Module) else ()
     surface = args + params
-    differentiable = tuple(t for t in surface if t.requires_grad)
+    differentiable = require_differentiable(func, args, name)
     for _ in range(warmups):
-        outs = _as_tuple(func(*args))
-        if differentiable:
-            torch.autograd.grad(
-                [o for o in outs if o.requires_grad],
-                differentiable,
-                [torch.zeros_like(o) for o in outs if o.requires_grad],
-                allow_unused=allow_unused_input,
-            )
+        outs = _as_tuple(func(*args), name)
+        for index, out in enumerate(outs):
+            if not out.requires_grad:
+                raise RuntimeError(
+                    f"With warmups={warmups}, every output of `{name}` is differentiated (as on the bridge), but"
+                    f" output {index} does not require grad: return only outputs that require grad, or use warmups=0."
+                )
+        _grad(outs, differentiable, tuple(torch.zeros_like(o) for o in outs), allow_unused_input, name)
         del outs
     fwd, bwd = StandInGraph(counters), StandInGraph(counters)
     with standin_capture(fwd, dry_run=dry_run):
         raw = func(*args)
     was_tensor = isinstance(raw, Tensor)
-    outputs = _as_tuple(raw)
+    outputs = _as_tuple(raw, name)
+    needing = tuple(o for o in outputs if o.requires_grad)
+    if not needing and not allow_unused_input:
+        raise RuntimeError(
+            f"No output of `{name}` requires grad, so its graphed backward has nothing to differentiate (the"
+            " bridge's autograd.grad refuses this): graph inference with wrap_in_hpu_graph, or pass"
+            " allow_unused_input=True to get zero gradients."
+        )
     grad_outputs = tuple(torch.zeros_like(o) if o.requires_grad else None for o in outputs)
     with standin_capture(bwd, dry_run=dry_run):
-        grads = (
-            torch.autograd.grad(
-                [o for o in outputs if o.requires_grad],
-                differentiable,
-                [g for g in grad_outputs if g is not None],
-                allow_unused=allow_unused_input,
-                materialize_grads=allow_unused_input,
-            )
-            if differentiable and any(g is not None for g in grad_outputs)
-            else ()
+        grads = _grad(
+            needing, differentiable, tuple(g for g in grad_outputs if g is not None), allow_unused_input, name
         )
     grad_iter = iter(grads)
-    grad_inputs = tuple(next(grad_iter, None) if t.requires_grad else None for t in surface)
+    grad_inputs = tuple(next(grad_iter) if t.requires_grad else None for t in surface)
     parts = _GraphedParts(fwd, bwd, len(args), surface, outputs, grad_outputs, grad_inputs, asynchronous)
 
     def graphed(*user_args: Tensor) -> Any:
@@ -137,8 +184,9 @@ def standin_make_graphed_callables(
     funcs: Sequence[Any] = (callables,) if single else callables
     per_args: Sequence[tuple[Tensor, ...]] = (sample_args,) if single else sample_args
     results: list[Any] = []
-    for func, args in zip(funcs, per_args, strict=True):
-        graphed = _graph_one(func, tuple(args), warmups, allow_unused_input, asynchronous, dry_run, counters)
+    for index, (func, args) in enumerate(zip(funcs, per_args, strict=True)):
+        name = "callables" if single else f"callables[{index}]"
+        graphed = _graph_one(func, tuple(args), name, warmups, allow_unused_input, asynchronous, dry_run, counters)
         if isinstance(func, Module):
             func.forward = _train_state_forward(func, func.training, graphed, func.forward)
             results.append(func)

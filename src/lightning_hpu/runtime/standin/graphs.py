@@ -11,9 +11,14 @@ with the very tensors it read and wrote. Replay re-runs the recorded ops, withou
   new values in the same storage;
 - view ops are not re-run: the captured view still aliases its base, whose storage replay refreshes.
 
-What the graph cannot do, it refuses during the capture, as a device does: reading a tensor value on the host
-(``.item()``, ``bool(t)``, printing, ``.tolist()``, ``.numpy()``, ``.cpu()``) and ops whose output shape depends
-on tensor values (``nonzero``, boolean-mask indexing, ``unique``, ...).
+What a graph cannot hold, the stand-in refuses during the capture: reading a tensor value on the host (``.item()``,
+``bool(t)``, printing, ``.tolist()``, ``.numpy()``, ``.cpu()``) and ops whose output shape depends on tensor values
+(``nonzero``, boolean-mask indexing, ``unique``, ...). Here the stand-in is stricter than a Gaudi, on purpose: there
+such a host sync raises nothing; a step marker splits the capture and the value read during the capture is frozen
+into the graph, so every replay silently reuses it. Raising catches that bug on a laptop.
+
+:func:`capture_active` tells other parts of the stand-in (the ``hccl`` group refuses collectives in a capture)
+whether a capture is underway.
 """
 
 from __future__ import annotations
@@ -32,7 +37,11 @@ aten = torch.ops.aten
 
 
 class HostSyncInCaptureError(RuntimeError):
-    """A graph capture met an op that needs tensor values on the host; a device graph cannot contain it."""
+    """A graph capture met an op that needs tensor values on the host.
+
+    A Gaudi would not raise: it would freeze the value seen during the capture into the graph. The stand-in raises
+    because a frozen value is almost always a bug.
+    """
 
 
 class GraphCounters(Protocol):
@@ -43,9 +52,9 @@ class GraphCounters(Protocol):
 
 
 _HINT = (
-    " A graph runs without Python, so tensor values cannot reach the host inside it; move this out of the"
-    " captured region, or split the module into graphed static parts and an eager dynamic part (README,"
-    " 'HPU graphs')."
+    " A graph runs without Python, so a value read on the host during the capture would be frozen into the graph"
+    " (a Gaudi does that silently; the CPU stand-in refuses it). Move this out of the captured region, or split"
+    " the module into graphed static parts and an eager dynamic part (README, 'HPU graphs')."
 )
 
 #: Tensor methods that copy data to the host, seen through a ``TorchFunctionMode`` (they may not dispatch).
@@ -189,6 +198,11 @@ class _HostGuard(TorchFunctionMode):
 
 
 _active_capture: StandInGraph | None = None
+
+
+def capture_active() -> bool:
+    """Whether an HPU graph capture is underway in this process (only one can be, as on the bridge)."""
+    return _active_capture is not None
 
 
 class StandInGraph:

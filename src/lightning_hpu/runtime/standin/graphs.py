@@ -191,6 +191,11 @@ class _HostGuard(TorchFunctionMode):
 _active_capture: StandInGraph | None = None
 
 
+def capture_underway() -> bool:
+    """Whether an HPU graph capture is in progress in this process (the stand-in's process group asks)."""
+    return _active_capture is not None
+
+
 class StandInGraph:
     """The stand-in for ``habana_frameworks.torch.hpu.HPUGraph`` (same methods, same rules)."""
 

@@ -9,7 +9,12 @@ from lightning.fabric.accelerators.accelerator import Accelerator
 from lightning.fabric.accelerators.registry import _AcceleratorRegistry
 from typing_extensions import override
 
-from lightning_hpu.devices import parse_hpu_devices
+from lightning_hpu.devices import (
+    bind_selected_hpu,
+    parse_hpu_devices,
+    remember_device_indices,
+    selected_device_indices,
+)
 from lightning_hpu.runtime import get_backend, hpu_available, require_backend
 
 
@@ -21,6 +26,10 @@ class HPUAccelerator(Accelerator):
         backend = require_backend()
         if device.type != backend.torch_device().type:
             raise ValueError(f"HPUAccelerator got device {device}; expected {backend.torch_device()}.")
+        indices = selected_device_indices()
+        if indices is not None and len(indices) == 1:
+            # One process: bind it here. Several: each binds when its process group is prepared (``initialize_hccl``).
+            bind_selected_hpu(0, backend.device_count())
 
     @override
     def teardown(self) -> None:
@@ -35,8 +44,12 @@ class HPUAccelerator(Accelerator):
     @staticmethod
     @override
     def get_parallel_devices(devices: Any) -> list[torch.device]:
-        """One torch device per process: the unindexed ``hpu`` device (the bridge binds each process to its HPU)."""
+        """One torch device per process: the unindexed ``hpu`` device (the bridge binds each process to its HPU).
+
+        A list such as ``[2, 3]`` is remembered, so that each process binds to the HPU its local rank names.
+        """
         count = HPUAccelerator.parse_devices(devices)
+        remember_device_indices(devices)
         return [require_backend().torch_device()] * count
 
     @staticmethod

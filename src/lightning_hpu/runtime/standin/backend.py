@@ -68,7 +68,6 @@ class CPUStandInBackend(HPUBackend):
         self._device_name = settings.cpu_device_name()
         # Read once, like the bridge's cached ``is_lazy``.
         self._lazy = settings.lazy_mode_from_env()
-        self._local_rank = 0
         self._peak_in_use = 0
         self.counters = StandInCounters()
 
@@ -85,12 +84,61 @@ class CPUStandInBackend(HPUBackend):
         return torch.device("cpu")
 
     def set_device(self, local_rank: int) -> None:
-        if not 0 <= local_rank < self._device_count:
+        """The bridge's ``set_device``: bind to the ``local_rank``-th visible module, or keep the bound one.
+
+        As on the bridge, an index other than 0 needs ``HABANA_VISIBLE_MODULES`` (or a bound ``HLS_MODULE_ID``, or
+        8 modules); asking for another module than the bound one is refused.
+        """
+        visible = settings.visible_modules(self._device_count)
+        self._check_emulated(visible)
+        if not 0 <= local_rank < len(visible):
             raise ValueError(
-                f"Local rank {local_rank} has no emulated HPU: only {self._device_count} are set up;"
+                f"HPU index {local_rank} is not visible: only {len(visible)} HPU(s) are ({visible}); raise"
+                f" {settings.CPU_DEVICES_ENV} or widen {settings.VISIBLE_MODULES_ENV}."
+            )
+        bound = settings.bound_module()
+        if bound is not None:
+            if bound not in visible:
+                raise ValueError(
+                    f"{settings.MODULE_ID_ENV}={bound} binds this process to a module outside the visible ones"
+                    f" ({visible}); fix {settings.MODULE_ID_ENV} or {settings.VISIBLE_MODULES_ENV}."
+                )
+            return
+        if settings.VISIBLE_MODULES_ENV not in os.environ and self._device_count < 8 and local_rank != 0:
+            raise ValueError(
+                f"set_device({local_rank}) needs {settings.VISIBLE_MODULES_ENV} (the bridge allows only index 0"
+                f" without it on fewer than 8 HPUs); set {settings.VISIBLE_MODULES_ENV} or {settings.MODULE_ID_ENV}."
+            )
+        os.environ[settings.MODULE_ID_ENV] = str(visible[local_rank])
+
+    def current_device(self) -> int:
+        bound = settings.bound_module()
+        return 0 if bound is None else bound
+
+    def _check_emulated(self, modules: list[int]) -> None:
+        missing = [module for module in modules if module >= self._device_count]
+        if missing:
+            raise ValueError(
+                f"HPU module(s) {missing} are not emulated: the stand-in has modules 0 to {self._device_count - 1};"
+                f" raise {settings.CPU_DEVICES_ENV} or fix {settings.VISIBLE_MODULES_ENV}."
+            )
+
+    def _setup_module_id(self, local_rank: int, world_size: int) -> None:
+        """What ``initialize_distributed_hpu`` does: bind local rank ``r`` to the ``r``-th visible module.
+
+        Nothing happens when ``HLS_MODULE_ID`` is already set (the package sets it for ``devices=[2, 3]``) or for a
+        single process.
+        """
+        if world_size == 1 or settings.bound_module() is not None:
+            return
+        visible = settings.visible_modules(self._device_count)
+        self._check_emulated(visible)
+        if not 0 <= local_rank < len(visible):
+            raise ValueError(
+                f"Local rank {local_rank} has no emulated HPU: only {len(visible)} are visible ({visible});"
                 f" raise {settings.CPU_DEVICES_ENV}."
             )
-        self._local_rank = local_rank
+        os.environ[settings.MODULE_ID_ENV] = str(visible[local_rank])
 
     def is_lazy(self) -> bool:
         return self._lazy
@@ -132,7 +180,7 @@ class CPUStandInBackend(HPUBackend):
         from lightning_hpu.runtime.standin.process_group import register_hccl_standin_backend
 
         register_hccl_standin_backend()
-        self.set_device(local_rank)
+        self._setup_module_id(local_rank, world_size)
 
     def fused_adamw(
         self,

@@ -3,7 +3,8 @@
 It is chosen only explicitly (``LIGHTNING_HPU_BACKEND=cpu``). It runs every op eagerly on the CPU, but keeps
 the device's rules: ``mark_step`` is counted (and is a no-op in eager mode, as on the bridge), memory stats have
 the bridge's keys, fp16/fp8 follow the emulated generation, and the ``hccl`` process group refuses the reduce
-ops HCCL refuses. Fused optimizers and clipping are torch's own fused CPU kernels; there is no fp8 engine.
+ops HCCL refuses. Fused optimizers and clipping follow the bridge's formulas (``standin.optimizers``); there is no
+fp8 engine.
 """
 
 from __future__ import annotations
@@ -191,7 +192,9 @@ class CPUStandInBackend(HPUBackend):
         eps: float,
         weight_decay: float,
     ) -> Optimizer:
-        return torch.optim.AdamW(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, fused=True)
+        from lightning_hpu.runtime.standin.optimizers import FusedAdamW
+
+        return FusedAdamW(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
 
     def fused_sgd(
         self,
@@ -203,19 +206,17 @@ class CPUStandInBackend(HPUBackend):
         dampening: float,
         nesterov: bool,
     ) -> Optimizer:
-        return torch.optim.SGD(
-            params,
-            lr=lr,
-            momentum=momentum,
-            weight_decay=weight_decay,
-            dampening=dampening,
-            nesterov=nesterov,
-            fused=True,
+        from lightning_hpu.runtime.standin.optimizers import FusedSGD
+
+        return FusedSGD(
+            params, lr=lr, momentum=momentum, weight_decay=weight_decay, dampening=dampening, nesterov=nesterov
         )
 
     def clip_grad_norm(self, parameters: Iterable[torch.Tensor], max_norm: float) -> torch.Tensor:
-        # FusedClipNorm's norm type is fixed at 2.
-        return torch.nn.utils.clip_grad_norm_(list(parameters), max_norm, norm_type=2.0, foreach=True)
+        from lightning_hpu.runtime.standin.optimizers import FusedClipNorm
+
+        params = list(parameters)
+        return FusedClipNorm(params, max_norm).clip_norm(params)
 
     def transformer_engine(self) -> ModuleType:
         raise HPUFeatureUnavailableError(

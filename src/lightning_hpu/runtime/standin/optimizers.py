@@ -27,11 +27,12 @@ from typing import Any
 import torch
 from torch import Tensor
 from torch.optim import Optimizer
+from torch.optim.optimizer import required
 
 __all__ = ["FusedAdamW", "FusedClipNorm", "FusedSGD"]
 
 #: torch's marker for a required optimizer argument (``FusedSGD``'s ``lr``, as on the bridge).
-_REQUIRED: Any = torch.optim.optimizer.required
+_REQUIRED: Any = required
 
 
 def _mark_step() -> None:

@@ -38,18 +38,23 @@ class HPUAccelerator(Accelerator):
     @staticmethod
     @override
     def parse_devices(devices: Any) -> int:
-        """Number of HPUs from an int, a string (``"2"``, ``"auto"``, ``"0,1"``), ``-1`` or a list of indices."""
-        return parse_hpu_devices(devices, available=HPUAccelerator.auto_device_count())
+        """Number of HPUs from an int, a string (``"2"``, ``"auto"``, ``"0,1"``), ``-1`` or a list of indices.
+
+        Lightning parses ``devices`` with this in every process before it asks for the parallel devices (with the
+        count): a list such as ``[2, 3]`` is remembered here, so that each process binds to the HPU its local rank
+        names.
+        """
+        count = parse_hpu_devices(devices, available=HPUAccelerator.auto_device_count())
+        remember_device_indices(devices)
+        return count
 
     @staticmethod
     @override
     def get_parallel_devices(devices: Any) -> list[torch.device]:
-        """One torch device per process: the unindexed ``hpu`` device (the bridge binds each process to its HPU).
-
-        A list such as ``[2, 3]`` is remembered, so that each process binds to the HPU its local rank names.
-        """
-        count = HPUAccelerator.parse_devices(devices)
-        remember_device_indices(devices)
+        """One torch device per process: the unindexed ``hpu`` device (the bridge binds each process to its HPU)."""
+        count = parse_hpu_devices(devices, available=HPUAccelerator.auto_device_count())
+        if not isinstance(devices, int):
+            remember_device_indices(devices)  # a list given here directly; a count keeps what parse_devices saw
         return [require_backend().torch_device()] * count
 
     @staticmethod

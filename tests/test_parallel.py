@@ -119,7 +119,7 @@ def test_int64_beyond_int32_is_refused_where_the_device_holds_int32(
         assert two_ranks == [("all_reduce", ReduceOp.MAX, torch.int64)]
         return
     mode = "lazy mode" if device_mode.startswith("lazy") else "eager mode on GAUDI"
-    refusal = rf"^An int64 tensor holding {value} cannot go through a collective in {mode},.*as two int32 halves"
+    refusal = rf"^An int64 tensor holding {value} cannot go through a collective in {mode},.*into two int32 halves"
     for call in (
         lambda: collectives.all_reduce(tensor, reduce_op="sum"),
         lambda: collectives.broadcast_tensors_([tensor]),

@@ -100,7 +100,7 @@ def _to_wire(tensor: Tensor) -> Tensor:
         raise ValueError(
             f"An int64 tensor holding {high if high > _INT32.max else low} cannot go through a collective in {mode},"
             " where the device holds int64 as int32 (-2**31 to 2**31 - 1) and the value would come back"
-            " wrapped; send it as float64 or as two int32 halves, or run in eager mode (PT_HPU_LAZY_MODE=0) on"
+            " wrapped; split it into two int32 halves before sending, or run in eager mode (PT_HPU_LAZY_MODE=0) on"
             " Gaudi2 or later."
         )
     return tensor.to(torch.int32)

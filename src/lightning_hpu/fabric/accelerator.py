@@ -52,9 +52,8 @@ class HPUAccelerator(Accelerator):
     @override
     def get_parallel_devices(devices: Any) -> list[torch.device]:
         """One torch device per process: the unindexed ``hpu`` device (the bridge binds each process to its HPU)."""
+        # Lightning hands over the count parse_devices returned: the list it parsed stays remembered.
         count = parse_hpu_devices(devices, available=HPUAccelerator.auto_device_count())
-        if not isinstance(devices, int):
-            remember_device_indices(devices)  # a list given here directly; a count keeps what parse_devices saw
         return [require_backend().torch_device()] * count
 
     @staticmethod

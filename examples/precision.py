@@ -36,7 +36,7 @@ class Regressor(LightningModule):
         return loss
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
-        # FusedAdamW on a Gaudi, torch's fused AdamW on the stand-in; eps=1e-6 and weight_decay=0.0 either way.
+        # Habana's FusedAdamW on a Gaudi, the stand-in's (same update) on the CPU; eps=1e-6 and weight_decay=0.0.
         return fused_adamw(self.parameters(), lr=1e-2)
 
 

@@ -45,6 +45,10 @@ def _fresh_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name in _BACKEND_VARIABLES:
         if name in os.environ:
             monkeypatch.setenv(name, os.environ[name])
+    # The HPU binding (written by the stand-in like the bridge writes it) and the remembered devices list.
+    monkeypatch.delenv(settings.MODULE_ID_ENV, raising=False)
+    monkeypatch.delenv(settings.VISIBLE_MODULES_ENV, raising=False)
+    monkeypatch.setattr("lightning_hpu.devices._selected_indices", None)
     reset_backend()
     yield
     reset_backend()

@@ -5,7 +5,8 @@ starts one process per node). It trains the same tiny model several ways on two 
 half of every global batch, and checks against a plain single-process PyTorch run over the global batches. Each
 rank writes what it observed to ``<out>/rank<global rank>.json``; the test reads and asserts.
 
-Usage: ``python parallel_scenarios.py OUT_DIR DEVICES NUM_NODES``.
+Usage: ``python parallel_scenarios.py OUT_DIR DEVICES NUM_NODES``, where ``DEVICES`` is a count or a list of HPU
+indices such as ``2,3``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_hpu import HPUAccelerator, HPUParallelStrategy
+from lightning_hpu.runtime import require_backend
 from lightning_hpu.strategies import parallel
 
 WORLD = 2
@@ -156,7 +158,9 @@ def counting_hook(state, bucket):  # type: ignore[no-untyped-def]  # torch check
     return default_hooks.allreduce_hook(state, bucket)
 
 
-def fit(devices: int, num_nodes: int, accumulate: int, clip: float | None, **strategy_kwargs: Any) -> dict[str, Any]:
+def fit(
+    devices: int | list[int], num_nodes: int, accumulate: int, clip: float | None, **strategy_kwargs: Any
+) -> dict[str, Any]:
     GRADIENT_REDUCES[0] = 0
     model = Model(accumulate)
     observe = Observe()
@@ -186,6 +190,7 @@ def fit(devices: int, num_nodes: int, accumulate: int, clip: float | None, **str
         "process_group_backend": trainer.strategy.process_group_backend,
         "process_group": type(dist.group.WORLD).__name__,
         "gradient_reduces": GRADIENT_REDUCES[0],
+        "bound_module": require_backend().current_device(),
         "strategy": trainer.strategy,
         **observe.seen,
     }
@@ -203,6 +208,13 @@ def collectives_checks(strategy: HPUParallelStrategy) -> dict[str, Any]:
     gathered = strategy.all_gather(torch.tensor([rank], dtype=torch.int64))
     results["int_gather"] = [gathered.tolist(), str(gathered.dtype)]
     results["reduce_decision"] = strategy.reduce_boolean_decision(rank == 0, all=False)
+    # Integers are reduced in fp32 by HCCL: 2**24 + 1 on each rank sums to 2**25, not 2**25 + 2.
+    results["int32_beyond_fp32"] = strategy.reduce(torch.tensor([2**24 + 1], dtype=torch.int32), reduce_op="sum").item()
+    # An int64 beyond int32: exact where the device holds int64 (eager, Gaudi2), refused where it holds int32.
+    try:
+        results["int64_beyond_int32"] = strategy.all_gather(torch.tensor([2**40 + 1])).tolist()
+    except ValueError as error:
+        results["int64_beyond_int32"] = str(error)
     # What Lightning's own DDP reduce would send: the HCCL stand-in must refuse it.
     SPYING[0] = False
     try:
@@ -214,7 +226,7 @@ def collectives_checks(strategy: HPUParallelStrategy) -> dict[str, Any]:
     return results
 
 
-def fabric_checks(devices: int, num_nodes: int) -> dict[str, Any]:
+def fabric_checks(devices: int | list[int], num_nodes: int) -> dict[str, Any]:
     fabric = Fabric(accelerator="hpu", devices=devices, num_nodes=num_nodes, strategy="hpu_ddp")
     fabric.launch()
     net = make_net(seed=100 + start_rank())
@@ -229,11 +241,13 @@ def fabric_checks(devices: int, num_nodes: int) -> dict[str, Any]:
         "max_diff_between_ranks": float((gathered - gathered[0]).abs().max()),
         "mean": float(fabric.all_reduce(torch.tensor(10.0 * fabric.global_rank + 1.0), reduce_op="mean")),
         "broadcast": fabric.broadcast(f"from {fabric.global_rank}", src=1),
+        "bound_module": require_backend().current_device(),
     }
 
 
 def main() -> None:
-    out, devices, num_nodes = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    out, num_nodes = Path(sys.argv[1]), int(sys.argv[3])
+    devices: int | list[int] = [int(i) for i in sys.argv[2].split(",")] if "," in sys.argv[2] else int(sys.argv[2])
     results: dict[str, Any] = {}
     results["ddp"] = fit(
         devices,
@@ -251,6 +265,7 @@ def main() -> None:
     results["collectives"] = collectives_checks(results["fast_accumulate"]["strategy"])
     results["fabric"] = fabric_checks(devices, num_nodes)
     results["python_collectives"] = sorted(SEEN)
+    results["native_int64"] = require_backend().native_int64()
     for scenario in results.values():
         if isinstance(scenario, dict):
             scenario.pop("strategy", None)

@@ -20,16 +20,21 @@ import torch.multiprocessing as mp
 from torch.distributed import ReduceOp
 
 from lightning_hpu.runtime.standin import process_group as cpu_process_group
+from lightning_hpu.runtime.standin.graphs import StandInGraph, capture_active, standin_capture
 from lightning_hpu.runtime.standin.process_group import (
+    CAPTURE_REFUSED_MESSAGE,
+    DTYPE_REFUSED_MESSAGE,
     HCCL_REFUSED_MESSAGE,
+    RECV_ANYSOURCE_MESSAGE,
     HCCLStandInProcessGroup,
     check_hccl_reduce_op,
     register_hccl_standin_backend,
 )
 
-ACCEPTED_OPS = [ReduceOp.SUM, ReduceOp.MIN, ReduceOp.MAX, ReduceOp.PRODUCT]
+ACCEPTED_OPS = [ReduceOp.SUM, ReduceOp.MIN, ReduceOp.MAX]
 REFUSED_OPS = {
     "AVG": lambda: ReduceOp.AVG,
+    "PRODUCT": lambda: ReduceOp.PRODUCT,
     "PREMUL_SUM": lambda: dist._make_nccl_premul_sum(2.0),
     "BAND": lambda: ReduceOp.BAND,
     "BOR": lambda: ReduceOp.BOR,
@@ -88,11 +93,23 @@ REDUCE_METHODS = [
 ]
 
 
+#: What each refusal must advise instead of the op.
+ADVICE = {
+    "AVG": "ReduceOp.SUM and divide by the world size",
+    "PRODUCT": "reduce on the host, or all-reduce the logarithms",
+    "PREMUL_SUM": "multiply the tensor by the factor",
+    "BAND": "ReduceOp.MIN",
+    "BOR": "ReduceOp.MAX",
+    "BXOR": "modulo 2",
+}
+
+
 @pytest.mark.parametrize("method", REDUCE_METHODS)
 @pytest.mark.parametrize("op_name", sorted(REFUSED_OPS))
 def test_refused_ops_raise_hccl_error(single_pg: HCCLStandInProcessGroup, method: str, op_name: str) -> None:
-    with pytest.raises(RuntimeError, match=f"^{HCCL_REFUSED_MESSAGE}$"):
+    with pytest.raises(RuntimeError, match=f"^{HCCL_REFUSED_MESSAGE}: ReduceOp.{op_name} cannot run on HCCL;") as err:
         _call_reduce_collective(single_pg, method, REFUSED_OPS[op_name]())
+    assert ADVICE[op_name] in str(err.value)
 
 
 @pytest.mark.parametrize("method", REDUCE_METHODS)
@@ -108,7 +125,7 @@ def test_convenience_overloads_are_checked_too(single_pg: HCCLStandInProcessGrou
     single_pg.allreduce([t]).wait()  # default options: SUM
     single_pg.allreduce(t, ReduceOp.MAX, timedelta(seconds=5)).wait()
     single_pg.allreduce([t], op=ReduceOp.MIN).wait()
-    single_pg.reduce(t, 0, ReduceOp.PRODUCT).wait()
+    single_pg.reduce(t, 0, ReduceOp.MIN).wait()
     single_pg.reduce_scatter(out, [t], ReduceOp.SUM).wait()
     assert t.tolist() == [3.0]
     assert out.tolist() == [3.0]
@@ -116,6 +133,8 @@ def test_convenience_overloads_are_checked_too(single_pg: HCCLStandInProcessGrou
         lambda: single_pg.allreduce([t], ReduceOp.AVG),
         lambda: single_pg.allreduce(t, ReduceOp.AVG),
         lambda: single_pg.allreduce([t], op=ReduceOp.BOR),
+        lambda: single_pg.allreduce(t, ReduceOp.PRODUCT),
+        lambda: single_pg.reduce(t, 0, ReduceOp.PRODUCT),
         lambda: single_pg.reduce(t, 0, ReduceOp.AVG),
         lambda: single_pg.reduce(t, 0, op=ReduceOp.BXOR),
         lambda: single_pg.reduce_scatter(out, [t], ReduceOp.AVG),
@@ -133,6 +152,86 @@ def test_check_hccl_reduce_op() -> None:
     for make_op in REFUSED_OPS.values():
         with pytest.raises(RuntimeError, match=HCCL_REFUSED_MESSAGE):
             check_hccl_reduce_op(make_op())
+
+
+# --- dtypes, captures, recv from any source ----------------------------------------------------------
+
+BEYOND_FP32 = 2**24 + 1  # the first integer fp32 cannot hold: it rounds to 2**24
+
+
+@pytest.mark.parametrize("method", ["allreduce", "allreduce_coalesced", "reduce"])
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.uint8, torch.float64, torch.float16])
+def test_reductions_compute_non_bf16_fp32_in_fp32(
+    single_pg: HCCLStandInProcessGroup, method: str, dtype: torch.dtype
+) -> None:
+    value = {torch.float64: 1.0 + 2**-30, torch.float16: 1.0, torch.uint8: 200}.get(dtype, BEYOND_FP32)
+    t = torch.tensor([value], dtype=dtype)
+    opts: Any = {"allreduce": dist.AllreduceOptions, "reduce": dist.ReduceOptions}.get(
+        method, dist.AllreduceCoalescedOptions
+    )()
+    getattr(single_pg, method)([t], opts).wait()
+    assert t.dtype == dtype
+    assert t.tolist() == torch.tensor([value], dtype=dtype).float().to(dtype).tolist()
+    if dtype in (torch.int32, torch.int64):
+        assert t.item() == 2**24  # fp32 rounding, as on a Gaudi
+    if dtype == torch.float64:
+        assert t.item() == 1.0
+
+
+def test_tensor_reduce_scatter_keeps_integers_and_rounds_the_rest(single_pg: HCCLStandInProcessGroup) -> None:
+    ints = torch.tensor([BEYOND_FP32], dtype=torch.int32)
+    out = torch.empty(1, dtype=torch.int32)
+    single_pg.reduce_scatter_single(out, ints).wait()
+    assert out.item() == BEYOND_FP32  # int32 and int64 are reduce-scattered as they are
+    doubles = torch.tensor([1.0 + 2**-30], dtype=torch.float64)
+    out64 = torch.empty(1, dtype=torch.float64)
+    single_pg.reduce_scatter_single(out64, doubles).wait()
+    assert out64.item() == 1.0
+
+
+def test_complex_tensors_are_refused_except_by_broadcast(single_pg: HCCLStandInProcessGroup) -> None:
+    z = torch.tensor([1 + 2j])
+    refused: list[Callable[[], Any]] = [
+        lambda: single_pg.allreduce([z]),
+        lambda: single_pg.reduce(z, 0, ReduceOp.SUM),
+        lambda: single_pg.allgather([[torch.empty_like(z)]], [z]),
+        lambda: single_pg._allgather_base(torch.empty_like(z), z),
+        lambda: single_pg.reduce_scatter_single(torch.empty_like(z), z),
+    ]
+    for call in refused:
+        with pytest.raises(RuntimeError, match=f"^{DTYPE_REFUSED_MESSAGE}: torch.complex64 in .*view_as_real"):
+            call()
+    single_pg.broadcast([z]).wait()  # the bridge broadcasts bytes
+    assert z.tolist() == [1 + 2j]
+
+
+def test_recv_from_any_source_throws(single_pg: HCCLStandInProcessGroup) -> None:
+    with pytest.raises(RuntimeError, match=f"^{RECV_ANYSOURCE_MESSAGE} from any source: name the sending rank"):
+        single_pg.recv_anysource([torch.zeros(1)], 0)
+
+
+@pytest.mark.parametrize(
+    "collective",
+    [
+        lambda pg, t: pg.allreduce([t]),
+        lambda pg, t: pg.reduce(t, 0, ReduceOp.SUM),
+        lambda pg, t: pg.broadcast([t]),
+        lambda pg, t: pg.allgather([[torch.empty_like(t)]], [t]),
+        lambda pg, t: pg.reduce_scatter_single(torch.empty_like(t), t),
+        lambda pg, t: pg.barrier(),
+    ],
+    ids=["allreduce", "reduce", "broadcast", "allgather", "reduce_scatter", "barrier"],
+)
+def test_collectives_are_refused_during_a_graph_capture(
+    single_pg: HCCLStandInProcessGroup, collective: Callable[..., Any]
+) -> None:
+    t = torch.ones(2)
+    graph = StandInGraph()
+    refusal = f"^{CAPTURE_REFUSED_MESSAGE}: .* outside the captured region"
+    with pytest.raises(RuntimeError, match=refusal), standin_capture(graph):
+        collective(single_pg, t * 2)
+    assert not capture_active()
+    collective(single_pg, t).wait()  # after the capture the group works again
 
 
 def test_group_reports_hccl_and_a_cpu_backend(single_pg: HCCLStandInProcessGroup) -> None:
@@ -222,6 +321,18 @@ def _checks(rank: int, world_size: int) -> dict[str, Any]:
     results["all_reduce AVG"] = _refusal(lambda: dist.all_reduce(t, op=ReduceOp.AVG))
     results["all_reduce AVG left tensor"] = t.tolist()
     results["all_reduce PREMUL_SUM"] = _refusal(lambda: dist.all_reduce(t, op=dist._make_nccl_premul_sum(0.5)))
+    results["all_reduce PRODUCT"] = _refusal(lambda: dist.all_reduce(t, op=ReduceOp.PRODUCT))
+    # Integers are summed in fp32: 2**24 + 1 on each rank arrives as 2**24.
+    big = torch.tensor([2**24 + 1], dtype=torch.int32)
+    dist.all_reduce(big)
+    results["all_reduce int32 beyond fp32"] = [big.item(), str(big.dtype)]
+    # No collective inside an HPU graph capture, on the path dist.all_reduce takes either.
+    try:
+        with standin_capture(StandInGraph()):
+            dist.all_reduce(base * 2)
+        results["all_reduce in capture"] = "not refused"
+    except RuntimeError as err:
+        results["all_reduce in capture"] = str(err)
     ints = torch.tensor([rank + 1, 6])
     for name in ("BAND", "BOR", "BXOR"):
         results[f"all_reduce {name}"] = _refusal(partial(dist.all_reduce, ints, op=getattr(ReduceOp, name)))
@@ -335,14 +446,15 @@ def test_two_processes_over_hccl_standin(tmp_path: Path) -> None:
         assert res[f"all_reduce {ReduceOp.SUM}"] == [3.0, 5.0]
         assert res[f"all_reduce {ReduceOp.MAX}"] == [2.0, 3.0]
         assert res[f"all_reduce {ReduceOp.MIN}"] == [1.0, 2.0]
-        assert res[f"all_reduce {ReduceOp.PRODUCT}"] == [2.0, 6.0]
+        assert res["all_reduce int32 beyond fp32"] == [2**25, "torch.int32"]  # exactly: 2**25 + 2
+        assert res["all_reduce in capture"].startswith(CAPTURE_REFUSED_MESSAGE)
 
         refusals = {
             key: value
             for key, value in res.items()
-            if key.endswith(("AVG", "PREMUL_SUM", "BAND", "BOR", "BXOR", " avg"))
+            if key.endswith(("AVG", "PRODUCT", "PREMUL_SUM", "BAND", "BOR", "BXOR", " avg"))
         }
-        assert len(refusals) == 10
+        assert len(refusals) == 11
         assert all(value == "refused" for value in refusals.values()), refusals
         assert res["all_reduce AVG left tensor"] == [rank + 1.0, rank + 2.0]
         assert res["funcol all_reduce sum"] == [3.0, 5.0]

@@ -14,7 +14,7 @@ from torch.distributed import ReduceOp
 
 from lightning_hpu import HPUParallelStrategy
 from lightning_hpu.fabric.strategies import HPUParallelStrategy as FabricHPUParallelStrategy
-from lightning_hpu.runtime import get_backend
+from lightning_hpu.runtime import get_backend, reset_backend
 from lightning_hpu.runtime.standin.process_group import register_hccl_standin_backend
 from lightning_hpu.strategies import collectives
 from lightning_hpu.strategies.collectives import hccl_reduce_op
@@ -38,7 +38,6 @@ def _trainer(**kwargs: Any) -> Trainer:
         ("sum", (ReduceOp.SUM, False)),
         ("max", (ReduceOp.MAX, False)),
         (ReduceOp(ReduceOp.MIN), (ReduceOp.MIN, False)),
-        (ReduceOp.PRODUCT, (ReduceOp.PRODUCT, False)),
     ],
 )
 def test_reduce_ops_become_ops_hccl_runs(reduce_op: Any, expected: tuple[Any, bool]) -> None:
@@ -49,6 +48,13 @@ def test_reduce_ops_become_ops_hccl_runs(reduce_op: Any, expected: tuple[Any, bo
 def test_reduce_ops_hccl_lacks_are_refused_before_any_collective(reduce_op: Any) -> None:
     with pytest.raises(ValueError, match="reduce_op="):
         collectives.all_reduce(torch.ones(2), reduce_op=reduce_op)
+
+
+@pytest.mark.parametrize("reduce_op", ["product", "PROD", ReduceOp.PRODUCT, ReduceOp(ReduceOp.PRODUCT)])
+def test_product_is_refused_with_what_to_do_instead(reduce_op: Any, two_ranks: list[Any]) -> None:
+    with pytest.raises(ValueError, match=r"^reduce_op=.*: HCCL cannot multiply .* reduce on the host, or all-reduce"):
+        collectives.all_reduce(torch.ones(2), reduce_op=reduce_op)
+    assert two_ranks == []
 
 
 # --- collectives against a simulated two-rank world ---------------------------------------------------
@@ -82,13 +88,49 @@ def test_mean_is_a_sum_then_a_division(two_ranks: list[Any]) -> None:
     assert two_ranks == [("all_reduce", ReduceOp.SUM, torch.float32)]
 
 
-def test_int64_travels_as_int32_and_comes_back(two_ranks: list[Any]) -> None:
+@pytest.fixture(params=["lazy GAUDI2", "eager GAUDI", "eager GAUDI2"])
+def device_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The stand-in in lazy mode, or eager on Gaudi 1 or Gaudi2: only the last holds int64 as int64."""
+    mode, generation = request.param.split()
+    monkeypatch.setenv("PT_HPU_LAZY_MODE", "1" if mode == "lazy" else "0")
+    monkeypatch.setenv("LIGHTNING_HPU_CPU_DEVICE_NAME", generation)
+    reset_backend()
+    return str(request.param)
+
+
+def test_int64_travels_as_the_device_holds_it_and_comes_back(device_mode: str, two_ranks: list[Any]) -> None:
     tensor = torch.tensor([3, 5])
     collectives.all_reduce(tensor, reduce_op="sum")
     assert tensor.dtype == torch.int64 and tensor.tolist() == [6, 10]
     collectives.all_reduce(tensor, reduce_op=ReduceOp.AVG)
     assert tensor.tolist() == [6, 10]
-    assert {call[2] for call in two_ranks} == {torch.int32}
+    wire = torch.int64 if device_mode == "eager GAUDI2" else torch.int32
+    assert {call[2] for call in two_ranks} == {wire}
+
+
+@pytest.mark.parametrize("value", [2**40, -(2**31) - 1, 2**31])
+def test_int64_beyond_int32_is_refused_where_the_device_holds_int32(
+    device_mode: str, two_ranks: list[Any], value: int
+) -> None:
+    tensor = torch.tensor([1, value])
+    if device_mode == "eager GAUDI2":
+        collectives.all_reduce(tensor, reduce_op="max")
+        assert tensor.tolist() == [1, value]  # int64 as it is: kept exact
+        assert two_ranks == [("all_reduce", ReduceOp.MAX, torch.int64)]
+        return
+    mode = "lazy mode" if device_mode.startswith("lazy") else "eager mode on GAUDI"
+    refusal = rf"^An int64 tensor holding {value} cannot go through a collective in {mode},.*into two int32 halves"
+    for call in (
+        lambda: collectives.all_reduce(tensor, reduce_op="sum"),
+        lambda: collectives.broadcast_tensors_([tensor]),
+    ):
+        with pytest.raises(ValueError, match=refusal):
+            call()
+    assert two_ranks == []  # refused before anything was sent
+    assert tensor.tolist() == [1, value]
+    edge = torch.tensor([-(2**31), 2**31 - 1])
+    collectives.all_reduce(edge, reduce_op="max")  # the int32 range itself travels
+    assert edge.tolist() == [-(2**31), 2**31 - 1]
 
 
 def test_fast_ddp_reduces_each_dtype_once_pre_scaled(two_ranks: list[Any]) -> None:
@@ -107,7 +149,7 @@ def test_fast_ddp_reduces_each_dtype_once_pre_scaled(two_ranks: list[Any]) -> No
     assert frozen.grad is None
 
 
-def test_module_states_broadcast_casts_int64(two_ranks: list[Any]) -> None:
+def test_module_states_broadcast_casts_int64_in_lazy_mode(lazy_standin: Any, two_ranks: list[Any]) -> None:
     module = torch.nn.BatchNorm1d(3)  # float parameters and buffers, and an int64 ``num_batches_tracked``
     collectives.broadcast_module_states_(module)
     assert sorted(str(call[2]) for call in two_ranks) == ["torch.float32", "torch.int32"]

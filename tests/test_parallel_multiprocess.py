@@ -3,6 +3,8 @@
 Both topologies run ``parallel_scenarios.py`` at the same time (4 processes in all) and every rank's report is
 checked: identical weights on every rank, equal to a single-process run over the same global batches, for DDP and
 fast DDP with and without gradient accumulation (clipping active); ``sync_dist`` logging; HCCL-safe collectives.
+The one-node run asks for ``devices=[2, 3]`` of 4 HPUs in eager mode (each rank must be bound to the module it
+names, and int64 travels as it is); the two-node run uses lazy mode (int64 travels as int32).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ def _env(devices: int, **extra: str) -> dict[str, str]:
     return env
 
 
-def _launch(out: Path, devices: int, num_nodes: int, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+def _launch(out: Path, devices: int | str, num_nodes: int, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     out.mkdir(parents=True, exist_ok=True)
     return subprocess.Popen(
         [sys.executable, str(SCRIPT), str(out), str(devices), str(num_nodes)],
@@ -52,7 +54,10 @@ def _launch(out: Path, devices: int, num_nodes: int, env: dict[str, str], log: P
     )
 
 
-def _check_rank(report: dict[str, Any]) -> None:
+def _check_rank(report: dict[str, Any], module: int, lazy: bool) -> None:
+    assert report["native_int64"] is not lazy
+    for name in ("ddp", "ddp_accumulate", "fast", "fast_accumulate", "fabric"):
+        assert report[name]["bound_module"] == module, name
     for name in ("ddp", "ddp_accumulate", "fast", "fast_accumulate"):
         scenario = report[name]
         assert scenario["max_diff_between_ranks"] == 0.0, name
@@ -74,7 +79,12 @@ def _check_rank(report: dict[str, Any]) -> None:
     assert collectives["float_mean"] == [1.5, 3.0]
     assert collectives["int_gather"] == [[[0], [1]], "torch.int64"]
     assert collectives["reduce_decision"] is True
-    assert collectives["lightning_mean"] == HCCL_REFUSAL, "the stand-in must refuse what Lightning's DDP sends"
+    assert collectives["lightning_mean"].startswith(f"{HCCL_REFUSAL}: ReduceOp.AVG"), "Lightning's DDP mean is refused"
+    assert collectives["int32_beyond_fp32"] == 2**25
+    if lazy:
+        assert collectives["int64_beyond_int32"].startswith("An int64 tensor holding 1099511627777 cannot go through")
+    else:
+        assert collectives["int64_beyond_int32"] == [[2**40 + 1], [2**40 + 1]]
 
     fabric = report["fabric"]
     assert fabric["strategy_class"] == "HPUParallelStrategy"
@@ -83,23 +93,29 @@ def _check_rank(report: dict[str, Any]) -> None:
     assert fabric["broadcast"] == "from 1"
 
     seen = [tuple(entry) for entry in report["python_collectives"]]
-    assert not [entry for entry in seen if "AVG" in entry[2]], seen
+    assert not [entry for entry in seen if "AVG" in entry[2] or "PRODUCT" in entry[2]], seen
     ours = [entry for entry in seen if entry[0].startswith("lightning_hpu")]
-    assert ours and not [entry for entry in ours if entry[3] == "torch.int64"], ours
+    int64_sent = [entry for entry in ours if entry[3] == "torch.int64"]
+    assert ours and bool(int64_sent) is not lazy, ours
 
 
 @pytest.mark.multiprocess
 def test_two_devices_and_two_nodes(tmp_path: Path) -> None:
     runs = {
-        "devices": [_launch(tmp_path / "devices", 2, 1, _env(2), tmp_path / "devices.log")],
+        "devices": [_launch(tmp_path / "devices", "2,3", 1, _env(4, PT_HPU_LAZY_MODE="0"), tmp_path / "devices.log")],
     }
-    port = str(_free_port())
+    node_env = {
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(_free_port()),
+        "WORLD_SIZE": "2",
+        "PT_HPU_LAZY_MODE": "1",
+    }
     runs["nodes"] = [
         _launch(
             tmp_path / "nodes",
             1,
             2,
-            _env(1, MASTER_ADDR="127.0.0.1", MASTER_PORT=port, NODE_RANK=str(node), WORLD_SIZE="2"),
+            _env(1, **node_env, NODE_RANK=str(node)),
             tmp_path / f"node{node}.log",
         )
         for node in (0, 1)
@@ -113,9 +129,10 @@ def test_two_devices_and_two_nodes(tmp_path: Path) -> None:
                     proc.kill()
     logs = "\n".join(f"--- {log.name}\n{log.read_text()[-3000:]}" for log in sorted(tmp_path.glob("*.log")))
     assert codes == {"devices": [0], "nodes": [0, 0]}, logs
-    for topology in ("devices", "nodes"):
-        for rank in (0, 1):
-            _check_rank(json.loads((tmp_path / topology / f"rank{rank}.json").read_text()))
+    for rank in (0, 1):
+        # devices=[2, 3]: rank r drives module 2 + r. Two nodes: local rank 0 on each drives module 0.
+        _check_rank(json.loads((tmp_path / "devices" / f"rank{rank}.json").read_text()), module=2 + rank, lazy=False)
+        _check_rank(json.loads((tmp_path / "nodes" / f"rank{rank}.json").read_text()), module=0, lazy=True)
 
 
 @pytest.mark.multiprocess

@@ -1,7 +1,15 @@
-"""Parsing the ``devices`` argument for HPUs, with errors that name the argument and the fix."""
+"""Parsing the ``devices`` argument for HPUs, with errors that name the argument and the fix, and binding each
+process to the HPU that a list such as ``devices=[2, 3]`` gives it.
+
+A list names HPUs by their position among the visible modules (``HABANA_VISIBLE_MODULES``, or all of them).
+Each process drives one HPU, chosen by the bridge from ``HLS_MODULE_ID`` when it opens the device; the accelerator
+remembers the list when Lightning parses ``devices`` (in every process, since each one builds its Trainer or Fabric),
+and :func:`bind_selected_hpu` writes the module of the process's local rank there before the bridge opens it.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,6 +35,63 @@ def _too_many(devices: Any, wanted: int, count: int) -> ValueError:
         else " ask for fewer, or check HABANA_VISIBLE_MODULES"
     )
     return ValueError(f"`devices={devices!r}` asks for {wanted} HPUs but only {count} are visible:{fix}.")
+
+
+_selected_indices: tuple[int, ...] | None = None
+
+
+def _as_index_list(devices: Any) -> list[int] | None:
+    """The HPU indices that ``devices`` lists (``[2, 3]`` or ``"2,3"``), or ``None`` when it is a count."""
+    if isinstance(devices, str):
+        text = devices.strip()
+        return [int(part) for part in text.split(",") if part.strip()] if "," in text else None
+    if isinstance(devices, Sequence):
+        return [int(index) for index in devices]
+    return None
+
+
+def remember_device_indices(devices: Any) -> None:
+    """Remember which HPUs a valid ``devices`` value names, for :func:`bind_selected_hpu` (a count names none)."""
+    global _selected_indices
+    indices = _as_index_list(devices)
+    _selected_indices = None if indices is None else tuple(indices)
+
+
+def selected_device_indices() -> tuple[int, ...] | None:
+    """The HPU indices of the last ``devices`` list parsed in this process, or ``None`` after a count."""
+    return _selected_indices
+
+
+def bind_selected_hpu(local_rank: int, installed: int) -> int | None:
+    """Bind this process to the HPU its local rank has in the remembered ``devices`` list; return its module id.
+
+    The binding is the bridge's own: ``HLS_MODULE_ID``, which ``initialize_distributed_hpu`` keeps and the bridge
+    reads when the process opens its HPU. Nothing happens (``None``) when ``devices`` was a count: the bridge then
+    binds local rank ``r`` to the ``r``-th visible module. ``installed`` is the number of HPUs the backend sees.
+    """
+    indices = _selected_indices
+    if indices is None:
+        return None
+    shown = list(indices)
+    if not 0 <= local_rank < len(indices):
+        raise ValueError(f"`devices={shown}` has no HPU for local rank {local_rank}; list one HPU per local process.")
+    visible = settings.visible_modules(installed)
+    index = indices[local_rank]
+    if index >= len(visible):
+        raise ValueError(
+            f"`devices={shown}` names HPU {index}, but only {len(visible)} are visible ({settings.VISIBLE_MODULES_ENV}"
+            f" = {visible}); name visible HPUs, or widen {settings.VISIBLE_MODULES_ENV}."
+        )
+    module = visible[index]
+    bound = settings.bound_module()
+    if bound is not None and bound != module:
+        raise ValueError(
+            f"`devices={shown}` binds local rank {local_rank} to HPU module {module}, but"
+            f" {settings.MODULE_ID_ENV}={bound} already binds this process to module {bound}; unset"
+            f" {settings.MODULE_ID_ENV}, or pass devices as a count."
+        )
+    os.environ[settings.MODULE_ID_ENV] = str(module)
+    return module
 
 
 def check_devices_syntax(devices: Any) -> None:

@@ -1,9 +1,10 @@
-"""Fused optimizers and gradient clipping: Habana's fused kernels on a Gaudi, torch's fused ones on the stand-in.
+"""Fused optimizers and gradient clipping: Habana's fused kernels on a Gaudi, the same formulas on the stand-in.
 
 Habana's ``FusedAdamW`` defaults differ from ``torch.optim.AdamW`` (``eps=1e-6`` instead of ``1e-8``,
-``weight_decay=0.0`` instead of ``1e-2``). These helpers take the fused defaults and always hand every
-hyperparameter to the backend explicitly, so the same call trains with the same settings on a Gaudi and on the
-CPU stand-in (which uses ``torch.optim.AdamW``/``SGD`` with ``fused=True``).
+``weight_decay=0.0`` instead of ``1e-2``), and so does its update (``eps`` is added before the bias correction).
+These helpers take the fused defaults and always hand every hyperparameter to the backend explicitly, so the same
+call trains with the same settings on a Gaudi and on the CPU stand-in, whose ``FusedAdamW``/``FusedSGD``
+(``lightning_hpu.runtime.standin.optimizers``) compute the bridge's update and keep its optimizer state.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def fused_adamw(
     eps: float = 1e-6,
     weight_decay: float = 0.0,
 ) -> Optimizer:
-    """AdamW with decoupled weight decay: Habana's ``FusedAdamW`` on a Gaudi, torch's fused AdamW on the stand-in.
+    """AdamW with decoupled weight decay: Habana's ``FusedAdamW`` (or the stand-in's, which computes the same).
 
     The defaults are ``FusedAdamW``'s (``eps=1e-6``, ``weight_decay=0.0``); pass ``eps=1e-8, weight_decay=1e-2``
     to match ``torch.optim.AdamW``'s.
@@ -53,7 +54,7 @@ def fused_sgd(
     dampening: float = 0.0,
     nesterov: bool = False,
 ) -> Optimizer:
-    """SGD: Habana's ``FusedSGD`` on a Gaudi, torch's fused SGD on the stand-in (``lr`` is required, as in both)."""
+    """SGD: Habana's ``FusedSGD`` (or the stand-in's, which computes the same; ``lr`` is required, as in both)."""
     _check_non_negative(lr=lr, momentum=momentum, weight_decay=weight_decay, dampening=dampening)
     if nesterov and (momentum <= 0.0 or dampening != 0.0):
         raise ValueError("`nesterov=True` needs `momentum` > 0 and `dampening=0`.")

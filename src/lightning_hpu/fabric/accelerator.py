@@ -9,7 +9,12 @@ from lightning.fabric.accelerators.accelerator import Accelerator
 from lightning.fabric.accelerators.registry import _AcceleratorRegistry
 from typing_extensions import override
 
-from lightning_hpu.devices import parse_hpu_devices
+from lightning_hpu.devices import (
+    bind_selected_hpu,
+    parse_hpu_devices,
+    remember_device_indices,
+    selected_device_indices,
+)
 from lightning_hpu.runtime import get_backend, hpu_available, require_backend
 
 
@@ -21,6 +26,10 @@ class HPUAccelerator(Accelerator):
         backend = require_backend()
         if device.type != backend.torch_device().type:
             raise ValueError(f"HPUAccelerator got device {device}; expected {backend.torch_device()}.")
+        indices = selected_device_indices()
+        if indices is not None and len(indices) == 1:
+            # One process: bind it here. Several: each binds when its process group is prepared (``initialize_hccl``).
+            bind_selected_hpu(0, backend.device_count())
 
     @override
     def teardown(self) -> None:
@@ -29,14 +38,22 @@ class HPUAccelerator(Accelerator):
     @staticmethod
     @override
     def parse_devices(devices: Any) -> int:
-        """Number of HPUs from an int, a string (``"2"``, ``"auto"``, ``"0,1"``), ``-1`` or a list of indices."""
-        return parse_hpu_devices(devices, available=HPUAccelerator.auto_device_count())
+        """Number of HPUs from an int, a string (``"2"``, ``"auto"``, ``"0,1"``), ``-1`` or a list of indices.
+
+        Lightning parses ``devices`` with this in every process before it asks for the parallel devices (with the
+        count): a list such as ``[2, 3]`` is remembered here, so that each process binds to the HPU its local rank
+        names.
+        """
+        count = parse_hpu_devices(devices, available=HPUAccelerator.auto_device_count())
+        remember_device_indices(devices)
+        return count
 
     @staticmethod
     @override
     def get_parallel_devices(devices: Any) -> list[torch.device]:
         """One torch device per process: the unindexed ``hpu`` device (the bridge binds each process to its HPU)."""
-        count = HPUAccelerator.parse_devices(devices)
+        # Lightning hands over the count parse_devices returned: the list it parsed stays remembered.
+        count = parse_hpu_devices(devices, available=HPUAccelerator.auto_device_count())
         return [require_backend().torch_device()] * count
 
     @staticmethod

@@ -33,8 +33,9 @@ MEMORY_STAT_KEYS: tuple[str, ...] = (
     "TotalActiveAllocs",
 )
 
-#: The reduce ops that HCCL accepts; AVG, PREMUL_SUM and the bitwise ops are refused by the device.
-HCCL_REDUCE_OPS: frozenset[Any] = frozenset({ReduceOp.SUM, ReduceOp.MIN, ReduceOp.MAX, ReduceOp.PRODUCT})
+#: The reduce ops that HCCL runs. The bridge refuses AVG (1.19; later releases run it as SUM then a division),
+#: PREMUL_SUM and the bitwise ops; it maps PRODUCT to ``hcclProd``, which the HCCL library does not implement.
+HCCL_REDUCE_OPS: frozenset[Any] = frozenset({ReduceOp.SUM, ReduceOp.MIN, ReduceOp.MAX})
 
 
 class GraphHandle(Protocol):
@@ -93,6 +94,10 @@ class HPUBackend(ABC):
     def set_device(self, local_rank: int) -> None:
         """Bind this process to the HPU of the given local rank."""
 
+    @abstractmethod
+    def current_device(self) -> int:
+        """The HPU module this process is bound to (``HLS_MODULE_ID``), 0 when it was not bound."""
+
     # --- execution -------------------------------------------------------------------------
     @abstractmethod
     def is_lazy(self) -> bool:
@@ -114,6 +119,14 @@ class HPUBackend(ABC):
     @abstractmethod
     def reset_peak_memory_stats(self) -> None:
         """Reset ``MaxInUse`` to the current use."""
+
+    def native_int64(self) -> bool:
+        """Whether int64 tensors keep 64 bits on the device.
+
+        In lazy mode a Gaudi holds int64 as int32 on the whole device; in eager mode int64 is native from Gaudi2 on
+        (Gaudi 1 holds it as int32 there too).
+        """
+        return not self.is_lazy() and generation_rank(self.device_name()) >= 2
 
     # --- precision -------------------------------------------------------------------------
     @property

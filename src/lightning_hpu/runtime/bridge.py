@@ -54,6 +54,9 @@ class BridgeBackend(HPUBackend):
     def set_device(self, local_rank: int) -> None:
         hthpu.set_device(local_rank)
 
+    def current_device(self) -> int:
+        return hthpu.current_device()
+
     def is_lazy(self) -> bool:
         return htcore.is_lazy()
 

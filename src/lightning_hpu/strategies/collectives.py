@@ -2,9 +2,13 @@
 
 HCCL, Gaudi's collective library, differs from NCCL and gloo in ways a strategy must hide from users:
 
-* it reduces with ``SUM``, ``MIN``, ``MAX`` and ``PRODUCT`` only: a mean is a ``SUM`` followed by a division;
-* it does not move ``int64`` tensors natively in lazy mode: they travel as ``int32`` and are restored afterwards
-  (values must fit in 32 bits; counts and flags always do);
+* it reduces with ``SUM``, ``MIN`` and ``MAX`` only: a mean is a ``SUM`` followed by a division (the package never
+  sends ``AVG``, so it runs on bridge releases that refuse it and on those that accept it), and a product is refused
+  here with what to do instead;
+* it reduces every tensor that is not bf16 or fp32 in fp32: integer sums above 2**24 round as fp32 rounds them;
+* in lazy mode (and on Gaudi 1) the device holds ``int64`` as ``int32``: an ``int64`` tensor travels as ``int32``
+  and is restored afterwards, and one holding a value that does not fit 32 bits is refused before anything is sent
+  (it would come back wrapped). In eager mode on Gaudi2 and later ``int64`` travels as it is;
 * ``torch.distributed.broadcast_object_list`` sends its sizes as ``int64``: :func:`broadcast_object` sends them as
   ``int32`` and the pickled payload as ``uint8``.
 
@@ -24,6 +28,7 @@ from lightning.fabric.utilities.distributed import _all_gather_ddp_if_available,
 from torch import Tensor
 from torch.distributed import ReduceOp
 
+from lightning_hpu.devices import bind_selected_hpu
 from lightning_hpu.runtime import HCCL_REDUCE_OPS, require_backend
 
 T = TypeVar("T")
@@ -31,19 +36,24 @@ T = TypeVar("T")
 #: Names (any case) of the reductions that HCCL runs as ``SUM`` then a division by the world size.
 MEAN_NAMES = frozenset({"mean", "avg"})
 
-_NAMED_OPS = {"sum": ReduceOp.SUM, "min": ReduceOp.MIN, "max": ReduceOp.MAX, "product": ReduceOp.PRODUCT}
+_NAMED_OPS = {"sum": ReduceOp.SUM, "min": ReduceOp.MIN, "max": ReduceOp.MAX}
 
-#: dtypes that HCCL does not carry natively, and the dtype they travel as.
-_WIRE_DTYPES = {torch.int64: torch.int32}
+_PRODUCT_REFUSAL = (
+    "HCCL cannot multiply across processes (its product reduction is not implemented); reduce on the host, or"
+    " all-reduce the logarithms with reduce_op='sum' and exponentiate."
+)
+
+_INT32 = torch.iinfo(torch.int32)
 
 
 def initialize_hccl(world_size: int, global_rank: int, local_rank: int) -> str:
     """Prepare this process for collectives (``initialize_distributed_hpu`` on a Gaudi) and return the backend name.
 
     Must run before ``torch.distributed.init_process_group``: on a Gaudi it registers ``"hccl"`` and binds the
-    process to the HPU of its local rank.
+    process to the HPU of its local rank (the one ``devices=[...]`` names for it, when a list was given).
     """
     backend = require_backend()
+    bind_selected_hpu(local_rank, backend.device_count())
     backend.initialize_distributed(world_size, global_rank, local_rank)
     return backend.process_group_backend
 
@@ -52,8 +62,8 @@ def hccl_reduce_op(reduce_op: ReduceOp | ReduceOp.RedOpType | str | None) -> tup
     """Translate a Lightning ``reduce_op`` into ``(op HCCL accepts, whether to divide by the world size after)``.
 
     ``None`` means ``SUM`` (Lightning's default for ``_sync_ddp``); ``"mean"``, ``"avg"`` and ``ReduceOp.AVG`` mean
-    ``SUM`` then a division. Ops HCCL cannot run (``PREMUL_SUM``, the bitwise ones) are refused here, before any
-    process waits on a collective that would fail on the device.
+    ``SUM`` then a division. Ops HCCL cannot run (``PRODUCT``, ``PREMUL_SUM``, the bitwise ones) are refused here,
+    before any process waits on a collective that would fail on the device.
     """
     if reduce_op is None:
         return ReduceOp.SUM, False
@@ -63,23 +73,37 @@ def hccl_reduce_op(reduce_op: ReduceOp | ReduceOp.RedOpType | str | None) -> tup
             return ReduceOp.SUM, True
         if name in _NAMED_OPS:
             return _NAMED_OPS[name], False
-        raise ValueError(
-            f"reduce_op={reduce_op!r} is not a reduction HCCL can run; use 'mean', 'sum', 'min', 'max' or 'product'."
-        )
+        if name in ("product", "prod"):
+            raise ValueError(f"reduce_op={reduce_op!r}: {_PRODUCT_REFUSAL}")
+        raise ValueError(f"reduce_op={reduce_op!r} is not a reduction HCCL can run; use 'mean', 'sum', 'min' or 'max'.")
     # A ``ReduceOp`` object carries its ``RedOpType`` in ``op``; the sets and comparisons below use the latter.
     op: Any = getattr(reduce_op, "op", reduce_op)
     if op == ReduceOp.AVG:
         return ReduceOp.SUM, True
     if op in HCCL_REDUCE_OPS:
         return op, False
-    raise ValueError(
-        f"reduce_op={reduce_op!r} is not supported by HCCL; use ReduceOp.SUM, MIN, MAX, PRODUCT or 'mean'."
-    )
+    if op == ReduceOp.PRODUCT:
+        raise ValueError(f"reduce_op={reduce_op!r}: {_PRODUCT_REFUSAL}")
+    raise ValueError(f"reduce_op={reduce_op!r} is not supported by HCCL; use ReduceOp.SUM, MIN, MAX or 'mean'.")
 
 
 def _to_wire(tensor: Tensor) -> Tensor:
-    wire_dtype = _WIRE_DTYPES.get(tensor.dtype)
-    return tensor if wire_dtype is None else tensor.to(wire_dtype)
+    """``tensor`` as it can travel: ``int64`` becomes ``int32`` where the device holds it so, if its values fit."""
+    if tensor.dtype != torch.int64 or tensor.numel() == 0:
+        return tensor
+    backend = require_backend()
+    if backend.native_int64():
+        return tensor
+    low, high = int(tensor.min()), int(tensor.max())
+    if low < _INT32.min or high > _INT32.max:
+        mode = "lazy mode" if backend.is_lazy() else f"eager mode on {backend.device_name()}"
+        raise ValueError(
+            f"An int64 tensor holding {high if high > _INT32.max else low} cannot go through a collective in {mode},"
+            " where the device holds int64 as int32 (-2**31 to 2**31 - 1) and the value would come back"
+            " wrapped; split it into two int32 halves before sending, or run in eager mode (PT_HPU_LAZY_MODE=0) on"
+            " Gaudi2 or later."
+        )
+    return tensor.to(torch.int32)
 
 
 def _divide_(tensor: Tensor, divisor: int) -> Tensor:

@@ -9,7 +9,7 @@ own process group, takes only the collectives (:class:`HCCLCollectiveOps`):
 * a process group created without ``device_id`` (the HPU of a process is the unindexed ``hpu`` device, which
   ``init_process_group`` refuses as ``device_id``);
 * ``reduce``/``all_reduce``, ``all_gather`` and ``broadcast`` through :mod:`lightning_hpu.strategies.collectives`,
-  so no ``AVG`` reduce and no ``int64`` tensor ever reaches HCCL.
+  so no ``AVG`` or ``PRODUCT`` reduce, and no ``int64`` tensor where the device holds it as ``int32``, reaches HCCL.
 """
 
 from __future__ import annotations

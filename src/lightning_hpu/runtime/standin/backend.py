@@ -3,7 +3,8 @@
 It is chosen only explicitly (``LIGHTNING_HPU_BACKEND=cpu``). It runs every op eagerly on the CPU, but keeps
 the device's rules: ``mark_step`` is counted (and is a no-op in eager mode, as on the bridge), memory stats have
 the bridge's keys, fp16/fp8 follow the emulated generation, and the ``hccl`` process group refuses the reduce
-ops HCCL refuses. Fused optimizers and clipping are torch's own fused CPU kernels; there is no fp8 engine.
+ops HCCL refuses. Fused optimizers and clipping follow the bridge's formulas (``standin.optimizers``); there is no
+fp8 engine.
 """
 
 from __future__ import annotations
@@ -67,7 +68,6 @@ class CPUStandInBackend(HPUBackend):
         self._device_name = settings.cpu_device_name()
         # Read once, like the bridge's cached ``is_lazy``.
         self._lazy = settings.lazy_mode_from_env()
-        self._local_rank = 0
         self._peak_in_use = 0
         self.counters = StandInCounters()
 
@@ -84,12 +84,61 @@ class CPUStandInBackend(HPUBackend):
         return torch.device("cpu")
 
     def set_device(self, local_rank: int) -> None:
-        if not 0 <= local_rank < self._device_count:
+        """The bridge's ``set_device``: bind to the ``local_rank``-th visible module, or keep the bound one.
+
+        As on the bridge, an index other than 0 needs ``HABANA_VISIBLE_MODULES`` (or a bound ``HLS_MODULE_ID``, or
+        8 modules); asking for another module than the bound one is refused.
+        """
+        visible = settings.visible_modules(self._device_count)
+        self._check_emulated(visible)
+        if not 0 <= local_rank < len(visible):
             raise ValueError(
-                f"Local rank {local_rank} has no emulated HPU: only {self._device_count} are set up;"
+                f"HPU index {local_rank} is not visible: only {len(visible)} HPU(s) are ({visible}); raise"
+                f" {settings.CPU_DEVICES_ENV} or widen {settings.VISIBLE_MODULES_ENV}."
+            )
+        bound = settings.bound_module()
+        if bound is not None:
+            if bound not in visible:
+                raise ValueError(
+                    f"{settings.MODULE_ID_ENV}={bound} binds this process to a module outside the visible ones"
+                    f" ({visible}); fix {settings.MODULE_ID_ENV} or {settings.VISIBLE_MODULES_ENV}."
+                )
+            return
+        if settings.VISIBLE_MODULES_ENV not in os.environ and self._device_count < 8 and local_rank != 0:
+            raise ValueError(
+                f"set_device({local_rank}) needs {settings.VISIBLE_MODULES_ENV} (the bridge allows only index 0"
+                f" without it on fewer than 8 HPUs); set {settings.VISIBLE_MODULES_ENV} or {settings.MODULE_ID_ENV}."
+            )
+        os.environ[settings.MODULE_ID_ENV] = str(visible[local_rank])
+
+    def current_device(self) -> int:
+        bound = settings.bound_module()
+        return 0 if bound is None else bound
+
+    def _check_emulated(self, modules: list[int]) -> None:
+        missing = [module for module in modules if module >= self._device_count]
+        if missing:
+            raise ValueError(
+                f"HPU module(s) {missing} are not emulated: the stand-in has modules 0 to {self._device_count - 1};"
+                f" raise {settings.CPU_DEVICES_ENV} or fix {settings.VISIBLE_MODULES_ENV}."
+            )
+
+    def _setup_module_id(self, local_rank: int, world_size: int) -> None:
+        """What ``initialize_distributed_hpu`` does: bind local rank ``r`` to the ``r``-th visible module.
+
+        Nothing happens when ``HLS_MODULE_ID`` is already set (the package sets it for ``devices=[2, 3]``) or for a
+        single process.
+        """
+        if world_size == 1 or settings.bound_module() is not None:
+            return
+        visible = settings.visible_modules(self._device_count)
+        self._check_emulated(visible)
+        if not 0 <= local_rank < len(visible):
+            raise ValueError(
+                f"Local rank {local_rank} has no emulated HPU: only {len(visible)} are visible ({visible});"
                 f" raise {settings.CPU_DEVICES_ENV}."
             )
-        self._local_rank = local_rank
+        os.environ[settings.MODULE_ID_ENV] = str(visible[local_rank])
 
     def is_lazy(self) -> bool:
         return self._lazy
@@ -131,7 +180,7 @@ class CPUStandInBackend(HPUBackend):
         from lightning_hpu.runtime.standin.process_group import register_hccl_standin_backend
 
         register_hccl_standin_backend()
-        self.set_device(local_rank)
+        self._setup_module_id(local_rank, world_size)
 
     def fused_adamw(
         self,
@@ -142,7 +191,9 @@ class CPUStandInBackend(HPUBackend):
         eps: float,
         weight_decay: float,
     ) -> Optimizer:
-        return torch.optim.AdamW(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, fused=True)
+        from lightning_hpu.runtime.standin.optimizers import FusedAdamW
+
+        return FusedAdamW(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
 
     def fused_sgd(
         self,
@@ -154,19 +205,17 @@ class CPUStandInBackend(HPUBackend):
         dampening: float,
         nesterov: bool,
     ) -> Optimizer:
-        return torch.optim.SGD(
-            params,
-            lr=lr,
-            momentum=momentum,
-            weight_decay=weight_decay,
-            dampening=dampening,
-            nesterov=nesterov,
-            fused=True,
+        from lightning_hpu.runtime.standin.optimizers import FusedSGD
+
+        return FusedSGD(
+            params, lr=lr, momentum=momentum, weight_decay=weight_decay, dampening=dampening, nesterov=nesterov
         )
 
     def clip_grad_norm(self, parameters: Iterable[torch.Tensor], max_norm: float) -> torch.Tensor:
-        # FusedClipNorm's norm type is fixed at 2.
-        return torch.nn.utils.clip_grad_norm_(list(parameters), max_norm, norm_type=2.0, foreach=True)
+        from lightning_hpu.runtime.standin.optimizers import FusedClipNorm
+
+        params = list(parameters)
+        return FusedClipNorm(params, max_norm).clip_norm(params)
 
     def transformer_engine(self) -> ModuleType:
         raise HPUFeatureUnavailableError(

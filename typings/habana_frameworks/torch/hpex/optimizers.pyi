@@ -12,7 +12,7 @@ class FusedAdamW(torch.optim.Optimizer):
         eps: float = ...,
         weight_decay: float = ...,
         bias_correction: bool = ...,
-        moments_dtype: Optional[torch.dtype] = ...,
+        moments_dtype: Optional[torch.dtype | tuple[torch.dtype, torch.dtype]] = ...,
     ) -> None: ...
 
 class FusedSGD(torch.optim.Optimizer):

@@ -92,6 +92,10 @@ class CPUStandInBackend(HPUBackend):
             )
         self._local_rank = local_rank
 
+    def current_device(self) -> int:
+        """The index of the emulated HPU this process is bound to (``hpu.current_device()`` of the bridge)."""
+        return self._local_rank
+
     def is_lazy(self) -> bool:
         return self._lazy
 

@@ -17,6 +17,7 @@ import importlib
 import importlib.machinery
 import os
 import sys
+
 TYPE_CHECKING = False  # ``typing`` alone would double the start-up cost: nothing more is imported here
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -43,7 +44,12 @@ MODULES: dict[str, str | None] = {
 
 #: The bridge modules that have submodules.
 PACKAGES = frozenset(
-    {"habana_frameworks", "habana_frameworks.torch", "habana_frameworks.torch.hpex", "habana_frameworks.torch.distributed"}
+    {
+        "habana_frameworks",
+        "habana_frameworks.torch",
+        "habana_frameworks.torch.hpex",
+        "habana_frameworks.torch.distributed",
+    }
 )
 
 #: What importing a bridge module imports with it: ``habana_frameworks.torch`` loads core, hpu and hccl (the last

@@ -10,7 +10,6 @@ import importlib.util
 import threading
 
 import _lightning_hpu_emulation
-
 from lightning_hpu.runtime import settings
 from lightning_hpu.runtime.base import (
     GAUDI_GENERATIONS,

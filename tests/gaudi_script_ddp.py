@@ -60,6 +60,9 @@ if not report["launched_child"]:
     layer = nn.Linear(4, 4).to("hpu")
     with torch.autocast("cpu", dtype=torch.bfloat16):
         report["autocast_dtype"] = str(layer(torch.randn(2, 4, device="hpu")).dtype)
+    with torch.autocast(device_type="hpu", dtype=torch.bfloat16):  # as a Gaudi script writes it
+        report["hpu_autocast_dtype"] = str(layer(torch.randn(2, 4, device="hpu")).dtype)
+    report["after_hpu_autocast_dtype"] = str(layer(torch.randn(2, 4, device="hpu")).dtype)
 
     def step(x: torch.Tensor) -> torch.Tensor:
         return (x * 2 + torch.ones(x.shape, device="hpu")).to("hpu").sin()

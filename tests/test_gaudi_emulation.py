@@ -100,6 +100,14 @@ def test_a_gaudi_script_runs_unchanged_in_eager_mode_and_in_the_ddp_processes_li
     assert main["tensor_device"] == child["tensor_device"] == "cpu"
 
 
+@pytest.mark.multiprocess
+def test_the_gaudi_script_example_runs_on_the_stand_in_as_the_readme_says() -> None:
+    result = _run([str(TESTS.parent / "examples" / "gaudi_script.py")], _env(PT_HPU_LAZY_MODE="1"))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+    assert "device: GAUDI2, lazy mode: True" in result.stdout
+    assert "train_loss: " in result.stdout and "last batch predicted: [" in result.stdout
+
+
 def test_the_start_up_hook_installs_the_emulation_only_for_the_stand_in() -> None:
     probe = (
         "import sys\n"

@@ -90,6 +90,11 @@ report["mark_step_counted"] = counters.mark_steps - before
 report["tensor_device"] = str(torch.randn(2, 3, device="hpu").device)
 report["to_device"] = str(torch.zeros(1).to(torch.device("hpu")).device)
 report["memory_keys"] = sorted(torch.hpu.memory_stats())
+torch.hpu.manual_seed(7)
+first = torch.randn(3, device="hpu")
+torch.hpu.manual_seed(7)
+report["hpu_seed_repeats"] = torch.equal(first, torch.randn(3, device="hpu"))
+report["set_inference_env"] = htcore.hpu_set_inference_env() is None
 torch.hpu.reset_peak_memory_stats()
 report["max_memory_allocated"] = torch.hpu.max_memory_allocated()
 

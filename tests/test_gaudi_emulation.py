@@ -58,6 +58,7 @@ def test_a_gaudi_script_with_the_seeds_hpu_graph_code_runs_unchanged_in_lazy_mod
     assert report["tensor_device"] == report["to_device"] == report["param_device"] == "cpu"
     assert report["memory_keys"] == sorted(MEMORY_STAT_KEYS)
     assert report["max_memory_allocated"] > 0
+    assert report["hpu_seed_repeats"] and report["set_inference_env"]
     # FusedAdamW and FusedClipNorm from hpex trained the model (6 steps, one clip each).
     assert report["fused_adamw_trained"] and report["fused_clip_norms"] == 6
     # Capture once with htcore.hpu.graph, replay the other 5 steps, and the replays train.

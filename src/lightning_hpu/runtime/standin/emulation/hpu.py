@@ -1,6 +1,7 @@
 """``habana_frameworks.torch.hpu`` (also ``torch.hpu`` and ``htcore.hpu``) on the stand-in.
 
-Devices, synchronisation and memory statistics come from the stand-in backend. The HPU-graph API (``HPUGraph``,
+Devices, synchronisation and memory statistics come from the stand-in backend; the random-number functions use the
+CPU generator, the stand-in's device. The HPU-graph API (``HPUGraph``,
 ``graph``, ``make_graphed_callables``, ``ModuleCacher``, ``wrap_in_hpu_graph``) is the package's own
 :mod:`lightning_hpu.hpu_graphs`, which runs on the same backend. As in the bridge (1.19), it exists only in lazy
 mode: in eager mode these names are missing (``AttributeError``), with the package's sentence on what to do.
@@ -19,9 +20,14 @@ __all__ = [
     "current_device",
     "device_count",
     "get_device_name",
+    "get_rng_state",
+    "initial_seed",
     "is_available",
     "is_bf16_supported",
+    "manual_seed",
+    "manual_seed_all",
     "max_memory_allocated",
+    "max_memory_reserved",
     "mem_get_info",
     "memory_allocated",
     "memory_reserved",
@@ -29,6 +35,7 @@ __all__ = [
     "reset_accumulated_memory_stats",
     "reset_peak_memory_stats",
     "set_device",
+    "set_rng_state",
     "synchronize",
 ]
 
@@ -133,9 +140,40 @@ def mem_get_info(device: _Device = None) -> tuple[int, int]:
     return stats["Limit"] - stats["InUse"], stats["Limit"]
 
 
+def max_memory_reserved(device: _Device = None) -> int:
+    """As :func:`memory_reserved`: the bridge returns ``Limit``."""
+    return memory_reserved(device)
+
+
 def is_bf16_supported() -> bool:
     """bf16 runs on every Gaudi."""
     return is_available()
+
+
+# --- random numbers: the stand-in's device is the CPU, so its generator is the CPU's -----------------------------
+def manual_seed(seed: int) -> None:
+    """Seed the device's random number generator."""
+    torch.manual_seed(seed)
+
+
+def manual_seed_all(seed: int) -> None:
+    """Seed every device's generator (one per process on a Gaudi)."""
+    torch.manual_seed(seed)
+
+
+def initial_seed() -> int:
+    """The seed the device's generator started from."""
+    return torch.initial_seed()
+
+
+def get_rng_state(device: _Device = "hpu") -> torch.Tensor:
+    """The device generator's state."""
+    return torch.get_rng_state()
+
+
+def set_rng_state(new_state: torch.Tensor, device: _Device = "hpu") -> None:
+    """Restore the device generator's state."""
+    torch.set_rng_state(new_state)
 
 
 def __getattr__(name: str) -> Any:

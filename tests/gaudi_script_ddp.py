@@ -64,6 +64,12 @@ if not report["launched_child"]:
         report["hpu_autocast_dtype"] = str(layer(torch.randn(2, 4, device="hpu")).dtype)
     report["after_hpu_autocast_dtype"] = str(layer(torch.randn(2, 4, device="hpu")).dtype)
 
+    def lowered(x: torch.Tensor) -> torch.Tensor:
+        with torch.autocast(device_type="hpu", dtype=torch.bfloat16):
+            return layer(x) * 2
+
+    report["compiled_hpu_autocast_dtype"] = str(torch.compile(lowered, backend="aot_eager")(torch.randn(2, 4)).dtype)
+
     def step(x: torch.Tensor) -> torch.Tensor:
         return (x * 2 + torch.ones(x.shape, device="hpu")).to("hpu").sin()
 

@@ -89,6 +89,7 @@ def test_a_gaudi_script_runs_unchanged_in_eager_mode_and_in_the_ddp_processes_li
     # The "hpu" device mode under autocast (CPU's, and HPU's lowering the CPU tensors) and torch.compile (no break).
     assert main["autocast_dtype"] == "torch.bfloat16"
     assert main["hpu_autocast_dtype"] == "torch.bfloat16" and main["after_hpu_autocast_dtype"] == "torch.float32"
+    assert main["compiled_hpu_autocast_dtype"] == "torch.bfloat16"
     assert main["compile_graphs"] == 1 and main["compile_graph_breaks"] == 0 and main["compiled_matches_eager"]
     # DeepSpeed is not fooled into its HPU accelerator by the importable habana_frameworks.torch.hpu.
     assert main["deepspeed_accelerator"] == "cpu"

@@ -4,8 +4,7 @@ torch keeps one autocast state per device type, and HPU's applies only to HPU te
 script's ``with torch.autocast(device_type="hpu", dtype=torch.bfloat16):`` would silently compute in fp32. Once the
 emulation is imported, entering an HPU autocast region also enters a CPU one with the same dtype and switch. Its
 op lists are CPU autocast's, not the bridge's, and casts are not cached, as on a Gaudi (the bridge disables the
-autocast cache). ``torch.compile`` traces autocast regions itself, without this hook: compiled code under
-``device_type="hpu"`` stays in fp32 on the stand-in.
+autocast cache). Code compiled with ``torch.compile`` gets the same lowering, without a graph break.
 """
 
 from __future__ import annotations

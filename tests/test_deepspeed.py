@@ -75,7 +75,9 @@ def _trainer(strategy: HPUDeepSpeedStrategy | str, **kwargs: object) -> Trainer:
 
 
 # --- names, connector, refusals (no training) ------------------------------------------------------
-def test_registered_names_select_the_documented_zero_settings() -> None:
+def test_registered_names_select_the_documented_zero_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The stand-in's habana_frameworks emulation sets it at start-up too: the strategy must set it on its own.
+    monkeypatch.delenv("DS_ACCELERATOR", raising=False)
     expected = {
         "hpu_deepspeed": (2, False, False),
         "hpu_deepspeed_stage_1": (1, False, False),

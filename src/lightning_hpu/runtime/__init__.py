@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import threading
 
+import _lightning_hpu_emulation
 from lightning_hpu.runtime import settings
 from lightning_hpu.runtime.base import (
     GAUDI_GENERATIONS,
@@ -38,13 +39,20 @@ __all__ = [
 _lock = threading.Lock()
 _backend: HPUBackend | None = None
 
+# A script that imports the package before ``habana_frameworks`` gets the emulation without the start-up hook.
+_lightning_hpu_emulation.install_if_requested()
+
 
 def bridge_installed() -> bool:
-    """Whether the Habana bridge can be imported here (checked without importing it)."""
+    """Whether the real Habana bridge can be imported here (checked without importing it).
+
+    The stand-in's emulation of ``habana_frameworks`` is importable too, but it is not a bridge: it is left out.
+    """
     try:
-        return importlib.util.find_spec("habana_frameworks") is not None
+        spec = importlib.util.find_spec("habana_frameworks")
     except (ImportError, ValueError):
         return False
+    return spec is not None and not _lightning_hpu_emulation.is_emulated(spec)
 
 
 def _create_backend() -> HPUBackend | None:

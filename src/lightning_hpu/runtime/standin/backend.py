@@ -112,6 +112,7 @@ class CPUStandInBackend(HPUBackend):
         os.environ[settings.MODULE_ID_ENV] = str(visible[local_rank])
 
     def current_device(self) -> int:
+        """The module this process is bound to (``hpu.current_device()`` of the bridge): ``HLS_MODULE_ID``, else 0."""
         bound = settings.bound_module()
         return 0 if bound is None else bound
 

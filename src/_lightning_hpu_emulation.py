@@ -1,0 +1,131 @@
+"""Import hook that serves ``habana_frameworks`` from the CPU stand-in, so scripts written for a Gaudi run unchanged.
+
+``lightning_hpu_emulation.pth`` (installed into site-packages with the package) calls :func:`install_if_requested`
+at every Python start, and so does ``import lightning_hpu``. Only when ``LIGHTNING_HPU_BACKEND=cpu`` chose the
+stand-in and no real ``habana_frameworks`` is findable, it appends :class:`EmulationFinder` to ``sys.meta_path``;
+the finder maps ``habana_frameworks`` and the submodules listed in :data:`MODULES` onto the modules of
+``lightning_hpu.runtime.standin.emulation``. It also points DeepSpeed at its CPU accelerator (``DS_ACCELERATOR``),
+since DeepSpeed would otherwise take the importable ``habana_frameworks.torch.hpu`` for a Gaudi.
+
+This module runs before anything else at start-up: it imports only the standard library, and nothing at all
+happens unless the stand-in was chosen.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import os
+import sys
+
+TYPE_CHECKING = False  # ``typing`` alone would double the start-up cost: nothing more is imported here
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from types import ModuleType
+
+BACKEND_ENV = "LIGHTNING_HPU_BACKEND"
+DS_ACCELERATOR_ENV = "DS_ACCELERATOR"
+ROOT = "habana_frameworks"
+EMULATION_PACKAGE = "lightning_hpu.runtime.standin.emulation"
+
+#: Each emulated bridge module, mapped to the emulation module that serves it (``None``: a package that only
+#: holds submodules, as in the bridge).
+MODULES: dict[str, str | None] = {
+    "habana_frameworks": None,
+    "habana_frameworks.torch": "torch_package",
+    "habana_frameworks.torch.core": "core",
+    "habana_frameworks.torch.hpu": "hpu",
+    "habana_frameworks.torch.hpex": None,
+    "habana_frameworks.torch.hpex.optimizers": "optimizers",
+    "habana_frameworks.torch.hpex.normalization": "normalization",
+    "habana_frameworks.torch.distributed": None,
+    "habana_frameworks.torch.distributed.hccl": "hccl",
+}
+
+#: The bridge modules that have submodules.
+PACKAGES = frozenset(
+    {
+        "habana_frameworks",
+        "habana_frameworks.torch",
+        "habana_frameworks.torch.hpex",
+        "habana_frameworks.torch.distributed",
+    }
+)
+
+#: What importing a bridge module imports with it: ``habana_frameworks.torch`` loads core, hpu and hccl (the last
+#: registers the ``"hccl"`` process-group backend), as the bridge's ``__init__`` does.
+IMPORTED_WITH: dict[str, tuple[str, ...]] = {
+    "habana_frameworks.torch": (
+        "habana_frameworks.torch.core",
+        "habana_frameworks.torch.hpu",
+        "habana_frameworks.torch.distributed.hccl",
+    ),
+}
+
+
+class _EmulationLoader:
+    """Loads one bridge module name as its emulation module (the same module object, not a copy).
+
+    A loader by protocol: subclassing ``importlib.abc`` would import ``importlib.resources`` at every start-up.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        target = MODULES[self.name]
+        if target is None:
+            return None  # an empty package, created by the import system
+        return importlib.import_module(f"{EMULATION_PACKAGE}.{target}")
+
+    def exec_module(self, module: ModuleType) -> None:
+        for name in IMPORTED_WITH.get(self.name, ()):
+            importlib.import_module(name)
+
+
+class EmulationFinder:
+    """Finds the emulated ``habana_frameworks`` modules; it sits last on ``sys.meta_path``, behind every real one."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in MODULES:
+            return None
+        if fullname != ROOT and not is_emulated(getattr(sys.modules.get(ROOT), "__spec__", None)):
+            return None  # a real bridge was imported: its submodules are its own
+        return importlib.machinery.ModuleSpec(fullname, _EmulationLoader(fullname), is_package=fullname in PACKAGES)
+
+
+def is_emulated(spec: importlib.machinery.ModuleSpec | None) -> bool:
+    """Whether ``spec`` (of a module or a found name) belongs to the emulation rather than a real bridge."""
+    if spec is None:
+        return False
+    return isinstance(spec.loader, _EmulationLoader) or (spec.name or "").startswith(EMULATION_PACKAGE + ".")
+
+
+def real_bridge_findable() -> bool:
+    """Whether a real ``habana_frameworks`` lies on ``sys.path`` (then the emulation never installs)."""
+    return importlib.machinery.PathFinder.find_spec(ROOT) is not None
+
+
+def installed() -> bool:
+    """Whether the emulation's finder is on ``sys.meta_path``."""
+    return any(isinstance(finder, EmulationFinder) for finder in sys.meta_path)
+
+
+def stand_in_requested() -> bool:
+    """Whether ``LIGHTNING_HPU_BACKEND`` chose the CPU stand-in (read without importing the package)."""
+    return os.environ.get(BACKEND_ENV, "").strip().lower() == "cpu"
+
+
+def install_if_requested() -> bool:
+    """Install the finder when the stand-in was chosen and there is no real bridge; return whether it is installed."""
+    if installed():
+        return True
+    if not stand_in_requested() or real_bridge_findable():
+        return False
+    sys.meta_path.append(EmulationFinder())
+    # DeepSpeed picks its HPU accelerator when ``habana_frameworks.torch.hpu`` imports; its CPU accelerator is the
+    # one that runs on the stand-in (child processes inherit the choice).
+    os.environ.setdefault(DS_ACCELERATOR_ENV, "cpu")
+    return True

@@ -1,0 +1,15 @@
+"""The bridge's Python API (``habana_frameworks.torch...``, ``torch.hpu``, ``device="hpu"``) served by the stand-in.
+
+With ``LIGHTNING_HPU_BACKEND=cpu`` and no real bridge, the import hook in ``_lightning_hpu_emulation`` maps each
+``habana_frameworks`` module onto a module here, so a script written for a Gaudi runs unchanged on the CPU. Every
+function calls the very backend the package uses (:func:`lightning_hpu.runtime.get_backend`, the
+:class:`~lightning_hpu.runtime.standin.CPUStandInBackend`): one implementation of the device's rules.
+
+- ``torch_package``: ``habana_frameworks.torch``; importing it puts ``"hpu"`` tensors on the CPU (``device_mode``)
+  and makes ``torch.autocast(device_type="hpu")`` lower them (``autocast``);
+- ``core``: ``habana_frameworks.torch.core`` (``mark_step``, ``is_lazy``, ``hpu``), registers ``torch.hpu``;
+- ``hpu``: ``habana_frameworks.torch.hpu`` (devices, memory, and in lazy mode the HPU-graph API);
+- ``optimizers`` / ``normalization``: ``hpex.optimizers`` (``FusedAdamW``, ``FusedSGD``) and ``hpex.normalization``
+  (``FusedClipNorm``);
+- ``hccl``: ``habana_frameworks.torch.distributed.hccl`` (registers the ``"hccl"`` backend on import).
+"""

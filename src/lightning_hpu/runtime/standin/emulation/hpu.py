@@ -1,0 +1,190 @@
+"""``habana_frameworks.torch.hpu`` (also ``torch.hpu`` and ``htcore.hpu``) on the stand-in.
+
+Devices, synchronisation and memory statistics come from the stand-in backend; the random-number functions use the
+CPU generator, the stand-in's device. The HPU-graph API (``HPUGraph``,
+``graph``, ``make_graphed_callables``, ``ModuleCacher``, ``wrap_in_hpu_graph``) is the package's own
+:mod:`lightning_hpu.hpu_graphs`, which runs on the same backend. As in the bridge (1.19), it exists only in lazy
+mode: in eager mode these names are missing (``AttributeError``), with the package's sentence on what to do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from lightning_hpu.runtime import require_backend
+from lightning_hpu.runtime.standin.backend import CPUStandInBackend
+
+__all__ = [
+    "current_device",
+    "device_count",
+    "get_device_name",
+    "get_rng_state",
+    "initial_seed",
+    "is_available",
+    "is_bf16_supported",
+    "manual_seed",
+    "manual_seed_all",
+    "max_memory_allocated",
+    "max_memory_reserved",
+    "mem_get_info",
+    "memory_allocated",
+    "memory_reserved",
+    "memory_stats",
+    "reset_accumulated_memory_stats",
+    "reset_peak_memory_stats",
+    "set_device",
+    "set_rng_state",
+    "synchronize",
+]
+
+_Device = int | str | torch.device | None
+
+#: The bridge's graph API, served from the package in lazy mode only.
+GRAPH_API = ("HPUGraph", "graph", "make_graphed_callables", "ModuleCacher", "wrap_in_hpu_graph")
+
+
+def _standin() -> CPUStandInBackend:
+    backend = require_backend()
+    if not isinstance(backend, CPUStandInBackend):
+        raise RuntimeError(
+            "The emulated habana_frameworks runs only on the CPU stand-in, but the package chose the"
+            f" {backend.name!r} backend; keep LIGHTNING_HPU_BACKEND=cpu for the whole process."
+        )
+    return backend
+
+
+def _index(device: _Device) -> int:
+    """The device index of ``device`` as the bridge reads it (``None`` and plain ``"hpu"``: the current one)."""
+    if isinstance(device, int):
+        return device
+    if device is None:
+        return current_device()
+    parsed = torch.device(device)
+    if parsed.type != "hpu":
+        raise ValueError(f"Expected a hpu device, but got: {device!r}.")
+    return current_device() if parsed.index is None else parsed.index
+
+
+def _checked_index(device: _Device) -> int:
+    index = _index(device)
+    if not 0 <= index < device_count():
+        raise ValueError(f"Invalid device id {index}: the stand-in emulates {device_count()} HPU(s).")
+    return index
+
+
+def is_available() -> bool:
+    """Whether an HPU can be used (always, on the stand-in)."""
+    return _standin().is_available()
+
+
+def device_count() -> int:
+    """The number of emulated HPUs (``LIGHTNING_HPU_CPU_DEVICES``)."""
+    return _standin().device_count()
+
+
+def get_device_name(device: _Device = None) -> str:
+    """The emulated generation: ``"GAUDI"``, ``"GAUDI2"`` or ``"GAUDI3"`` (``LIGHTNING_HPU_CPU_DEVICE_NAME``)."""
+    _checked_index(device)
+    return _standin().device_name()
+
+
+def current_device() -> int:
+    """The index of the HPU this process is bound to."""
+    return _standin().current_device()
+
+
+def set_device(device: _Device) -> None:
+    """Bind this process to an HPU (an index, ``"hpu:N"`` or a ``torch.device``)."""
+    _standin().set_device(_index(device))
+
+
+def synchronize() -> None:
+    """Wait for the device; in lazy mode this also marks a step, as on a Gaudi."""
+    _standin().synchronize()
+
+
+def memory_stats(device: _Device = None) -> dict[str, int]:
+    """Memory statistics with the bridge's ten keys (``Limit``, ``InUse``, ``MaxInUse``, ...)."""
+    return _standin().memory_stats()
+
+
+def memory_allocated(device: _Device = None) -> int:
+    """Memory in use (``InUse``)."""
+    return memory_stats(device)["InUse"]
+
+
+def max_memory_allocated(device: _Device = None) -> int:
+    """Peak memory in use since the last reset (``MaxInUse``)."""
+    return memory_stats(device)["MaxInUse"]
+
+
+def reset_peak_memory_stats(device: _Device = None) -> None:
+    """Reset ``MaxInUse`` to the memory in use now."""
+    _standin().reset_peak_memory_stats()
+
+
+def reset_accumulated_memory_stats(device: _Device = None) -> None:
+    """Reset the allocation counters (the stand-in keeps none)."""
+
+
+def memory_reserved(device: _Device = None) -> int:
+    """The bridge returns the memory limit here (``Limit``), not a cache figure."""
+    return memory_stats(device)["Limit"]
+
+
+def mem_get_info(device: _Device = None) -> tuple[int, int]:
+    """``(free, total)`` as the bridge computes it: ``(Limit - InUse, Limit)``."""
+    stats = memory_stats(device)
+    return stats["Limit"] - stats["InUse"], stats["Limit"]
+
+
+def max_memory_reserved(device: _Device = None) -> int:
+    """As :func:`memory_reserved`: the bridge returns ``Limit``."""
+    return memory_reserved(device)
+
+
+def is_bf16_supported() -> bool:
+    """bf16 runs on every Gaudi."""
+    return is_available()
+
+
+# --- random numbers: the stand-in's device is the CPU, so its generator is the CPU's -----------------------------
+def manual_seed(seed: int) -> None:
+    """Seed the device's random number generator."""
+    torch.manual_seed(seed)
+
+
+def manual_seed_all(seed: int) -> None:
+    """Seed every device's generator (one per process on a Gaudi)."""
+    torch.manual_seed(seed)
+
+
+def initial_seed() -> int:
+    """The seed the device's generator started from."""
+    return torch.initial_seed()
+
+
+def get_rng_state(device: _Device = "hpu") -> torch.Tensor:
+    """The device generator's state."""
+    return torch.get_rng_state()
+
+
+def set_rng_state(new_state: torch.Tensor, device: _Device = "hpu") -> None:
+    """Restore the device generator's state."""
+    torch.set_rng_state(new_state)
+
+
+def __getattr__(name: str) -> Any:
+    """The graph API, in lazy mode only."""
+    if name not in GRAPH_API:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from lightning_hpu import hpu_graphs
+    from lightning_hpu.hpu_graphs.rules import HPUGraphsUnavailableError, graphs_backend
+
+    try:
+        graphs_backend()
+    except HPUGraphsUnavailableError as err:
+        raise AttributeError(f"habana_frameworks.torch.hpu has no attribute {name!r} in eager mode: {err}") from None
+    return getattr(hpu_graphs, name)

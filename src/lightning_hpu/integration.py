@@ -145,7 +145,7 @@ def _install_on(connector_cls: type, fabric: bool) -> None:
                 twin = names.hpu_strategy_for(flag, registry, lambda cls: issubclass(cls, hooks_cls), owner)
                 if twin is not None:
                     twin_name, settings = twin
-                    self._strategy_flag = registry.get(twin_name, **settings) if settings else twin_name
+                    self._strategy_flag = names.build_strategy(registry, twin_name, settings) if settings else twin_name
             original(self)
 
         return wrapper

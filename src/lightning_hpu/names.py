@@ -37,7 +37,8 @@ class Refusal:
         return f"`{owner}(strategy={given})` cannot drive an HPU ({self.reason}); use strategy={self.use!r} instead."
 
 
-#: Per Lightning strategy class name: the HPU strategy taking its names' settings, or a refusal.
+#: Per Lightning strategy class name: the HPU strategy taking its names' settings, or a refusal. A class not listed
+#: is looked up by its bases (the nearest listed one wins), so XLA's subclasses of DDP are listed themselves.
 HPU_STRATEGY_TWINS: dict[str, HPUTwin | Refusal] = {
     "SingleDeviceStrategy": HPUTwin("hpu_single"),
     "DDPStrategy": HPUTwin("hpu_parallel", dropped_settings=("start_method",)),
@@ -47,6 +48,8 @@ HPU_STRATEGY_TWINS: dict[str, HPUTwin | Refusal] = {
         "hpu_model_parallel", "Lightning's model parallelism runs on CUDA only; on HPU it is HPUModelParallelStrategy"
     ),
     "XLAFSDPStrategy": Refusal("hpu_fsdp", "XLA strategies drive TPUs"),
+    "XLAStrategy": Refusal("hpu_parallel", "XLA strategies drive TPUs"),
+    "SingleDeviceXLAStrategy": Refusal("hpu_single", "XLA strategies drive TPUs"),
     "DataParallelStrategy": Refusal("hpu_parallel", "DataParallel runs several devices from one process, on CUDA"),
 }
 
@@ -78,7 +81,7 @@ def hpu_strategy_for(
     """The HPU strategy name and settings that a registered Lightning strategy ``name`` means on HPU.
 
     ``None`` when ``name`` already is an HPU strategy. Raises a one-sentence ``ValueError`` naming the HPU strategy
-    to use when no HPU strategy can run it.
+    to use when no HPU strategy can run it. Build the strategy with :func:`build_strategy`.
     """
     entry = registry[name]
     strategy_cls: type = entry["strategy"]
@@ -96,6 +99,12 @@ def hpu_strategy_for(
     for key in rule.dropped_settings:
         settings.pop(key, None)
     return rule.name, settings
+
+
+def build_strategy(registry: Mapping[str, Any], name: str, settings: Mapping[str, Any]) -> Any:
+    """The strategy registered as ``name``, with ``settings`` over its registered ones."""
+    entry = registry[name]
+    return entry["strategy"](**{**entry["init_params"], **settings})
 
 
 def refuse_strategy_instance(strategy: object, owner: str) -> ValueError:

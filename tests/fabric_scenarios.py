@@ -158,7 +158,10 @@ def main() -> None:
     results["fast_plain"] = fast_ddp(fabric, accumulate=1, clip=None)
     deepspeed_fabric = Fabric(accelerator="hpu", devices=WORLD, strategy="deepspeed")
     deepspeed_fabric.launch()
-    results["deepspeed_strategy"] = [type(deepspeed_fabric.strategy).__module__, type(deepspeed_fabric.strategy).__name__]
+    results["deepspeed_strategy"] = [
+        type(deepspeed_fabric.strategy).__module__,
+        type(deepspeed_fabric.strategy).__name__,
+    ]
     results["deepspeed"] = deepspeed_run(deepspeed_fabric, out)
     results["process_group_backend"] = torch.distributed.get_backend()
     (out / f"rank{fabric.global_rank}.json").write_text(json.dumps(results, indent=1))

@@ -9,7 +9,8 @@ and would pick CUDA mixed precision. :func:`install` wraps a few private methods
 * the strategy is an HPU strategy (``hpu_single``, or ``hpu_parallel`` for several devices or nodes), every
   Lightning strategy name maps to its HPU twin with the name's preset settings or is refused naming the HPU
   strategy to use (the tables are in :mod:`lightning_hpu.names`), and a non-HPU strategy object is refused;
-* the precision plugin is the HPU one (DeepSpeed strategies keep Lightning's DeepSpeed precision);
+* the precision plugin is the HPU one (with the Trainer's DeepSpeed, ``HPUDeepSpeedPrecisionPlugin``; Fabric's
+  DeepSpeed keeps Lightning's DeepSpeed precision);
 * ``Trainer(profiler="hpu")`` builds an :class:`~lightning_hpu.HPUProfiler` (Lightning's profiler names still work).
 
 The wrapped methods are checked to exist before anything is patched, so a Lightning release that moves them
@@ -167,7 +168,7 @@ def _install_on(connector_cls: type, fabric: bool) -> None:
 
     def init_precision(original: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(self: Any) -> Any:
-            if not is_hpu(self._accelerator_flag) or isinstance(self.strategy, deepspeed_cls):
+            if not is_hpu(self._accelerator_flag) or (fabric and isinstance(self.strategy, deepspeed_cls)):
                 return original(self)
             if fabric:
                 from lightning.fabric.plugins import Precision as FabricPrecision
@@ -179,11 +180,14 @@ def _install_on(connector_cls: type, fabric: bool) -> None:
                 return HPUPrecision(self._precision_input)
             from lightning.pytorch.plugins.precision import Precision
 
+            from lightning_hpu.plugins.deepspeed_precision import HPUDeepSpeedPrecisionPlugin
             from lightning_hpu.plugins.precision import HPUPrecisionPlugin
 
             self._validate_precision_choice()
             if isinstance(self._precision_plugin_flag, Precision):
                 return self._precision_plugin_flag
+            if isinstance(self.strategy, deepspeed_cls):
+                return HPUDeepSpeedPrecisionPlugin(self._precision_flag)
             return HPUPrecisionPlugin(self._precision_flag)
 
         return wrapper

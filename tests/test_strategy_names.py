@@ -190,7 +190,7 @@ def test_lightning_strategy_objects_are_refused_naming_the_hpu_twin() -> None:
 def test_fabric_hpu_deepspeed_by_name_and_object() -> None:
     assert type(_build("Fabric", "hpu_deepspeed_stage_3", devices=1)) is FabricHPUDeepSpeedStrategy
     strategy = FabricHPUDeepSpeedStrategy(stage=1, parallel_devices=2)
-    with pytest.raises(ValueError, match=r"names 2 HPUs but 1 are used: pass `devices=2`"):
+    with pytest.raises(ValueError, match=r"names 2 HPUs but the Fabric uses 1: pass `Fabric\(devices=2\)`"):
         _build("Fabric", strategy, devices=1)
 
 

@@ -64,6 +64,7 @@ class HPUDeepSpeedStrategy(FabricHPUStrategyHooks, FabricHCCLCollectiveOps, Deep
             self._requested_devices,
             len(self.parallel_devices or []),
             inference_config={},
+            owner="Fabric",
         )
 
     @override

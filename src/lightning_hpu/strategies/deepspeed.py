@@ -198,12 +198,16 @@ def check_deepspeed_for_device(
     requested_devices: int | None,
     used_devices: int,
     inference_config: Mapping[str, Any],
+    owner: str,
 ) -> None:
-    """Refuse what the HPU cannot run, and warn where the Intel Gaudi software lists a limitation."""
+    """Refuse what the HPU cannot run, and warn where the Intel Gaudi software lists a limitation.
+
+    ``owner`` (``"Trainer"`` or ``"Fabric"``) names the object whose ``devices=`` the messages point to.
+    """
     if requested_devices is not None and requested_devices != used_devices:
         raise ValueError(
-            f"`HPUDeepSpeedStrategy(parallel_devices=...)` names {requested_devices} HPUs but {used_devices} are"
-            f" used: pass `devices={requested_devices}`."
+            f"`HPUDeepSpeedStrategy(parallel_devices=...)` names {requested_devices} HPUs but the {owner} uses"
+            f" {used_devices}: pass `{owner}(devices={requested_devices})`."
         )
     generation = generation_rank(require_backend().device_name())
     fp16_config = (config.get("fp16") or {}).get("enabled", False)
@@ -318,6 +322,7 @@ class HPUDeepSpeedStrategy(HPUStrategyHooks, HCCLCollectiveOps, DeepSpeedStrateg
             self._requested_devices,
             len(self.parallel_devices or []),
             self.inference_config,
+            owner="Trainer",
         )
 
     @override

@@ -57,3 +57,19 @@ def test_fabric_fast_ddp_and_deepspeed_on_two_devices(tmp_path: Path) -> None:
         assert deepspeed["restored_diff_to_saved"] < 1e-5
         assert deepspeed["repeat_diff"] == 0.0, "the step after loading repeats the step after saving exactly"
         assert report["process_group_backend"] == "hccl"
+
+
+@pytest.mark.multiprocess
+def test_fabric_example_trains_with_a_deepspeed_name_on_two_devices() -> None:
+    env = {key: value for key, value in os.environ.items() if key not in _LAUNCH_VARIABLES}
+    env.update(LIGHTNING_HPU_BACKEND="cpu", LIGHTNING_HPU_CPU_DEVICES="2")
+    example = SRC.parent / "examples" / "fabric_hpu.py"
+    arguments = ["--devices", "2", "--steps", "6", "--strategy", "deepspeed_stage_2", "--clip", "1.0"]
+    result = subprocess.run(
+        [sys.executable, str(example), *arguments], env=env, capture_output=True, text=True, timeout=400
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    line = [line for line in result.stdout.splitlines() if "HPUs: loss" in line][-1]
+    assert line.startswith("HPUDeepSpeedStrategy on 2 HPUs")
+    first, last = (float(value) for value in line.split("loss ")[1].split(" -> "))
+    assert last < first

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import json
+import os
 import sys
 import types
 from collections.abc import Iterator
@@ -437,3 +438,38 @@ def test_fp8_inference_callback_checks_its_arguments(standin: Any, tmp_path: Pat
         HPUFp8Inference("measure", config=tmp_path / "missing.json")
     explicit = HPUFp8Inference("quantize", dump_stats_path=tmp_path / "stats")
     assert explicit.stats_prefix(_inference_trainer(tmp_path, explicit)) == tmp_path / "stats"
+
+
+def test_fp8_inference_callback_under_deepspeed_inference(
+    standin: Any, inc: types.SimpleNamespace, tmp_path: Path
+) -> None:
+    pytest.importorskip("deepspeed")
+    from deepspeed.inference.engine import InferenceEngine
+
+    from lightning_hpu import HPUDeepSpeedStrategy
+
+    saved_environment = dict(os.environ)  # Lightning sets the rank variables for DeepSpeed
+    try:
+        model = _Scorer()
+        model.inc = inc
+        trainer = Trainer(
+            accelerator="hpu",
+            strategy=HPUDeepSpeedStrategy(dtype=torch.float32),  # an inference setting: deepspeed.init_inference
+            default_root_dir=tmp_path,
+            callbacks=[HPUFp8Inference("measure")],
+            enable_progress_bar=False,
+            logger=False,
+        )
+        predictions = trainer.predict(model, DataLoader(TensorDataset(torch.randn(4, 4)), batch_size=2))
+        assert isinstance(trainer.strategy.model, InferenceEngine) and len(predictions) == 2
+        # INC prepared the module the inference engine runs, before the first batch, and finished after the last.
+        assert trainer.strategy.model.module is model and model.inc_calls_seen == [1, 1]
+        assert [(name, target is model) for name, target, _ in inc.calls] == [
+            ("prepare", True),
+            ("finalize_calibration", True),
+        ]
+    finally:
+        if torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
+        os.environ.clear()
+        os.environ.update(saved_environment)

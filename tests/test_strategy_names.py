@@ -241,3 +241,28 @@ def test_transformer_engine_means_hpu_fp8(
             assert te.state["fp8_active"]
             assert torch.get_autocast_dtype("cpu") == outside  # the stand-in's autocast device
     assert isinstance(trainer.precision_plugin, HPUPrecisionPlugin)
+
+
+@pytest.mark.parametrize("owner", ["Trainer", "Fabric"])
+@pytest.mark.parametrize(
+    ("precision", "outside"), [("transformer-engine", "bf16-mixed"), ("transformer-engine-float16", "16-mixed")]
+)
+def test_transformer_engine_under_deepspeed_means_hpu_deepspeed_fp8(
+    owner: str, precision: str, outside: str, standin: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lightning_hpu import HPUDeepSpeedPrecisionPlugin
+    from lightning_hpu.fabric.deepspeed_precision import HPUDeepSpeedPrecision
+
+    te: types.SimpleNamespace = make_fake_engine()
+    monkeypatch.setattr(standin, "transformer_engine", lambda: te)
+    strategy = _build(owner, "deepspeed", precision=precision)
+    plugin = strategy.precision_plugin if owner == "Trainer" else strategy.precision
+    assert type(plugin) is (HPUDeepSpeedPrecisionPlugin if owner == "Trainer" else HPUDeepSpeedPrecision)
+    assert plugin.precision == outside, "DeepSpeed's own config: bf16 (or fp16) outside the engine's layers"
+    assert plugin.fp8 is not None and plugin.fp8.is_fp8
+    layer = torch.nn.Linear(3, 2)
+    module = plugin.convert_module(torch.nn.Sequential(layer))
+    assert isinstance(module[0], te.Linear) and module[0].weight is layer.weight
+    with plugin.forward_context():
+        assert te.state["fp8_active"]
+    assert te.log["autocast"][-1]["fp8_recipe"] is plugin.fp8.fp8_recipe

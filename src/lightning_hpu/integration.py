@@ -9,8 +9,7 @@ and would pick CUDA mixed precision. :func:`install` wraps a few private methods
 * the strategy is an HPU strategy (``hpu_single``, or ``hpu_parallel`` for several devices or nodes), every
   Lightning strategy name maps to its HPU twin with the name's preset settings or is refused naming the HPU
   strategy to use (the tables are in :mod:`lightning_hpu.names`), and a non-HPU strategy object is refused;
-* the precision plugin is the HPU one (with the Trainer's DeepSpeed, ``HPUDeepSpeedPrecisionPlugin``; Fabric's
-  DeepSpeed keeps Lightning's DeepSpeed precision);
+* the precision plugin is the HPU one (with DeepSpeed, the HPU DeepSpeed precision, which adds fp8);
 * ``Trainer(profiler="hpu")`` builds an :class:`~lightning_hpu.HPUProfiler` (Lightning's profiler names still work).
 
 The wrapped methods are checked to exist before anything is patched, so a Lightning release that moves them
@@ -168,15 +167,18 @@ def _install_on(connector_cls: type, fabric: bool) -> None:
 
     def init_precision(original: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(self: Any) -> Any:
-            if not is_hpu(self._accelerator_flag) or (fabric and isinstance(self.strategy, deepspeed_cls)):
+            if not is_hpu(self._accelerator_flag):
                 return original(self)
             if fabric:
                 from lightning.fabric.plugins import Precision as FabricPrecision
 
+                from lightning_hpu.fabric.deepspeed_precision import HPUDeepSpeedPrecision
                 from lightning_hpu.fabric.precision import HPUPrecision
 
                 if isinstance(self._precision_instance, FabricPrecision):
                     return self._precision_instance
+                if isinstance(self.strategy, deepspeed_cls):
+                    return HPUDeepSpeedPrecision(self._precision_input)
                 return HPUPrecision(self._precision_input)
             from lightning.pytorch.plugins.precision import Precision
 

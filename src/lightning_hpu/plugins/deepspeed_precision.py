@@ -10,11 +10,8 @@ from lightning.pytorch.plugins.precision import DeepSpeedPrecision
 from torch.nn import Module
 from typing_extensions import override
 
-from lightning_hpu.fabric.precision import PRECISION_ALIASES, HPUPrecision
+from lightning_hpu.fabric.deepspeed_precision import split_fp8_precision
 from lightning_hpu.fp8.engine import LayerFilter
-
-#: What DeepSpeed itself runs outside the engine's fp8 layers, per fp8 precision.
-_DEEPSPEED_PRECISION_OF_FP8 = {"fp8": "bf16-mixed", "fp8-float16": "16-mixed"}
 
 
 class HPUDeepSpeedPrecisionPlugin(DeepSpeedPrecision):
@@ -39,15 +36,9 @@ class HPUDeepSpeedPrecisionPlugin(DeepSpeedPrecision):
         fp8_recipe: Any | Mapping[str, Any] | None = None,
         fp8_layer_filter: LayerFilter | None = None,
     ) -> None:
-        name = PRECISION_ALIASES.get(str(precision), str(precision))
-        #: The fp8 side (engine, recipe, layer swap) when the precision is an fp8 one.
-        self.fp8: HPUPrecision | None = None
-        if name in _DEEPSPEED_PRECISION_OF_FP8:
-            self.fp8 = HPUPrecision(name, fp8_recipe=fp8_recipe, fp8_layer_filter=fp8_layer_filter)
-            name = _DEEPSPEED_PRECISION_OF_FP8[name]
-        elif fp8_recipe is not None or fp8_layer_filter is not None:
-            raise ValueError(f"`fp8_recipe` and `fp8_layer_filter` apply to precision='fp8' only, not {precision!r}.")
-        # ``precision`` is what DeepSpeed's config is built from: bf16 (or fp16) outside the fp8 layers.
+        # ``precision`` is what DeepSpeed's config is built from: bf16 (or fp16) outside the fp8 layers; ``fp8`` is
+        # the fp8 side (engine, recipe, layer swap) when the precision is an fp8 one.
+        name, self.fp8 = split_fp8_precision(precision, fp8_recipe, fp8_layer_filter)
         super().__init__(name)  # type: ignore[arg-type]
 
     @override
@@ -58,6 +49,4 @@ class HPUDeepSpeedPrecisionPlugin(DeepSpeedPrecision):
 
     @override
     def forward_context(self) -> AbstractContextManager:
-        if self.fp8 is not None:
-            return self.fp8.fp8_autocast()
-        return super().forward_context()
+        return self.fp8.fp8_autocast() if self.fp8 is not None else super().forward_context()

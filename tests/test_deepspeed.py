@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 import torch
@@ -24,7 +25,7 @@ from lightning.pytorch.plugins import DeepSpeedPrecision
 from lightning.pytorch.strategies import StrategyRegistry
 
 from lightning_hpu import HPUAccelerator, HPUDeepSpeedStrategy
-from lightning_hpu.runtime import get_backend
+from lightning_hpu.runtime import HPUFeatureUnavailableError, get_backend
 from lightning_hpu.runtime.standin import CPUStandInBackend
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -293,3 +294,39 @@ def test_two_process_zero2_seed_config_leaves_identical_replicated_weights(tmp_p
     assert lrs[0::2] == lrs[1::2]
     assert lrs[0::2] == sorted(lrs[0::2])
     assert lrs[0] == pytest.approx(0.02) and lrs[0] < lrs[6] <= 0.05
+
+
+# --- fp8 under DeepSpeed (recording engine of tests/test_fp8.py) -----------------------------------
+def test_transformer_engine_under_deepspeed_trains_the_engine_layers_in_fp8(
+    standin: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lightning_hpu import HPUDeepSpeedPrecisionPlugin
+    from tests.test_fp8 import make_fake_engine
+
+    te = make_fake_engine()
+    monkeypatch.setattr(standin, "transformer_engine", lambda: te)
+    model = example.RegressionModel()
+    first_weight = model.l1.weight
+    trainer = _trainer("deepspeed", plugins=None, precision="transformer-engine", max_steps=3)
+    plugin = trainer.precision_plugin
+    assert isinstance(plugin, HPUDeepSpeedPrecisionPlugin)
+    assert plugin.fp8 is not None and plugin.fp8.precision == "fp8" and plugin.precision == "bf16-mixed"
+    trainer.fit(model, example.dataloader())
+    # The engine's layers replaced nn.Linear, keeping the module's own parameters; DeepSpeed ran them in bf16.
+    assert isinstance(model.l1, te.Linear) and isinstance(model.l2[1], te.Linear)
+    assert model.l1.weight is first_weight and first_weight.dtype == torch.bfloat16
+    assert trainer.strategy.deepspeed_engine.bfloat16_enabled()
+    # Each training step's forward ran inside the engine's fp8 autocast, with the plugin's recipe.
+    assert len(te.log["autocast"]) == 3 and all(call["enabled"] for call in te.log["autocast"])
+    assert te.log["autocast"][0]["fp8_recipe"] is plugin.fp8.fp8_recipe
+    assert model.l1.fp8_calls == 3 and model.l2[1].fp8_calls == 3
+    assert not te.state["fp8_active"]
+
+
+def test_deepspeed_precision_arguments_need_fp8(standin: Any) -> None:
+    from lightning_hpu import HPUDeepSpeedPrecisionPlugin
+
+    with pytest.raises(ValueError, match="apply to precision='fp8' only"):
+        HPUDeepSpeedPrecisionPlugin("bf16-mixed", fp8_recipe={"margin": 1})
+    with pytest.raises(HPUFeatureUnavailableError, match="fp8 training needs the Intel Gaudi Transformer Engine"):
+        _trainer("deepspeed", plugins=None, precision="transformer-engine")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import json
+import os
 import sys
 import types
 from collections.abc import Iterator
@@ -21,12 +22,14 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_hpu import (
     HPUFeatureUnavailableError,
+    HPUFp8Inference,
     HPUPrecision,
     HPUPrecisionPlugin,
     fp8_finish_measurement,
     fp8_measure,
     fp8_quantize,
 )
+from lightning_hpu.fp8.callback import default_config
 from lightning_hpu.runtime import settings
 
 # --- a recording engine: the interface of the Gaudi Transformer Engine, computing plain F.linear ------------------
@@ -367,3 +370,106 @@ def test_inc_missing_or_first_generation(standin: Any, monkeypatch: pytest.Monke
     monkeypatch.setattr(standin, "_device_name", "GAUDI")
     with pytest.raises(ValueError, match="fp8 precision needs Gaudi2 or later"):
         fp8_measure(nn.Linear(4, 4), _config(tmp_path, "MEASURE"))
+
+
+# --- fp8 inference from the Trainer: the HPUFp8Inference callback (recording stand-in for INC) ------------------------
+
+
+class _Scorer(LightningModule):
+    """Records, at each test/predict batch, how many INC calls had happened."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Linear(4, 2)
+        self.inc_calls_seen: list[int] = []
+        self.inc: types.SimpleNamespace | None = None
+
+    def test_step(self, batch: Any, batch_idx: int) -> None:
+        assert self.inc is not None
+        self.inc_calls_seen.append(len(self.inc.calls))
+
+    def predict_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        assert self.inc is not None
+        self.inc_calls_seen.append(len(self.inc.calls))
+        return self.net(batch[0])
+
+
+def _inference_trainer(root: Path, callback: HPUFp8Inference) -> Trainer:
+    return Trainer(
+        accelerator="hpu", default_root_dir=root, callbacks=[callback], enable_progress_bar=False, logger=False
+    )
+
+
+def test_fp8_inference_callback_measures_in_test_then_quantizes_in_predict(
+    standin: Any, inc: types.SimpleNamespace, tmp_path: Path
+) -> None:
+    model = _Scorer()
+    model.inc = inc
+    loader = DataLoader(TensorDataset(torch.randn(6, 4)), batch_size=2)
+    measure = HPUFp8Inference("measure")
+    _inference_trainer(tmp_path, measure).test(model, loader)
+    # Prepared before the first batch, measurement finished after the last one, on the module itself.
+    assert model.inc_calls_seen == [1, 1, 1]
+    assert [(name, target is model) for name, target, _ in inc.calls] == [
+        ("prepare", True),
+        ("finalize_calibration", True),
+    ]
+    prefix = str(tmp_path / "fp8_stats" / "measure")
+    assert inc.calls[0][2].mode == "MEASURE" and inc.calls[0][2].dump_stats_path == prefix
+    assert measure.resolved_config is not None
+    assert json.loads(measure.resolved_config.read_text())["observer"] == "maxabs"  # the packaged config
+
+    model.inc_calls_seen.clear()
+    quantize = HPUFp8Inference("quantize")
+    _inference_trainer(tmp_path, quantize).predict(model, loader)
+    assert model.inc_calls_seen == [3, 3, 3]
+    assert inc.calls[2][0] == "convert" and inc.calls[2][1] is model
+    assert inc.calls[2][2].mode == "QUANTIZE" and inc.calls[2][2].dump_stats_path == prefix  # reads what was written
+    assert quantize.resolved_config is not None
+    assert json.loads(quantize.resolved_config.read_text())["scale_method"] == "maxabs_hw"
+
+
+def test_fp8_inference_callback_checks_its_arguments(standin: Any, tmp_path: Path) -> None:
+    for mode in ("measure", "quantize"):
+        assert default_config(mode).is_file(), "the maxabs configs ship with the package"  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="use 'measure', then 'quantize'"):
+        HPUFp8Inference("calibrate")  # type: ignore[arg-type]
+    with pytest.raises(FileNotFoundError, match="is not a file"):
+        HPUFp8Inference("measure", config=tmp_path / "missing.json")
+    explicit = HPUFp8Inference("quantize", dump_stats_path=tmp_path / "stats")
+    assert explicit.stats_prefix(_inference_trainer(tmp_path, explicit)) == tmp_path / "stats"
+
+
+def test_fp8_inference_callback_under_deepspeed_inference(
+    standin: Any, inc: types.SimpleNamespace, tmp_path: Path
+) -> None:
+    pytest.importorskip("deepspeed")
+    from deepspeed.inference.engine import InferenceEngine
+
+    from lightning_hpu import HPUDeepSpeedStrategy
+
+    saved_environment = dict(os.environ)  # Lightning sets the rank variables for DeepSpeed
+    try:
+        model = _Scorer()
+        model.inc = inc
+        trainer = Trainer(
+            accelerator="hpu",
+            strategy=HPUDeepSpeedStrategy(dtype=torch.float32),  # an inference setting: deepspeed.init_inference
+            default_root_dir=tmp_path,
+            callbacks=[HPUFp8Inference("measure")],
+            enable_progress_bar=False,
+            logger=False,
+        )
+        predictions = trainer.predict(model, DataLoader(TensorDataset(torch.randn(4, 4)), batch_size=2))
+        assert isinstance(trainer.strategy.model, InferenceEngine) and len(predictions) == 2
+        # INC prepared the module the inference engine runs, before the first batch, and finished after the last.
+        assert trainer.strategy.model.module is model and model.inc_calls_seen == [1, 1]
+        assert [(name, target is model) for name, target, _ in inc.calls] == [
+            ("prepare", True),
+            ("finalize_calibration", True),
+        ]
+    finally:
+        if torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
+        os.environ.clear()
+        os.environ.update(saved_environment)

@@ -8,10 +8,10 @@ the CPU stand-in.
 from lightning_hpu.accelerator import HPUAccelerator
 from lightning_hpu.autocast_ops import set_autocast_op_lists
 from lightning_hpu.fabric.precision import HPUPrecision
-from lightning_hpu.fp8 import fp8_finish_measurement, fp8_measure, fp8_quantize
+from lightning_hpu.fp8 import HPUFp8Inference, fp8_finish_measurement, fp8_measure, fp8_quantize
 from lightning_hpu.hpu_graphs import HPUGraph, HPUGraphs, ModuleCacher, make_graphed_callables, wrap_in_hpu_graph
 from lightning_hpu.optimizers import clip_grad_norm, fused_adamw, fused_sgd
-from lightning_hpu.plugins import HPUCheckpointIO, HPUPrecisionPlugin
+from lightning_hpu.plugins import HPUCheckpointIO, HPUDeepSpeedPrecisionPlugin, HPUPrecisionPlugin
 from lightning_hpu.profiler import HPUProfiler
 from lightning_hpu.registration import register_all
 from lightning_hpu.runtime import HPUFeatureUnavailableError, HPUNotAvailableError, get_backend
@@ -22,8 +22,10 @@ __version__ = "0.1.0"
 __all__ = [
     "HPUAccelerator",
     "HPUCheckpointIO",
+    "HPUDeepSpeedPrecisionPlugin",
     "HPUDeepSpeedStrategy",
     "HPUFeatureUnavailableError",
+    "HPUFp8Inference",
     "HPUGraph",
     "HPUGraphs",
     "HPUNotAvailableError",

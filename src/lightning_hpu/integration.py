@@ -6,9 +6,11 @@ and would pick CUDA mixed precision. :func:`install` wraps a few private methods
 
 * ``accelerator="auto"`` picks HPU when a Gaudi (or the explicitly chosen stand-in) is there;
 * a missing HPU fails with one sentence naming ``LIGHTNING_HPU_BACKEND``, and bad ``devices`` with one naming it;
-* the strategy is an HPU strategy (``hpu_single``, or ``hpu_parallel`` for several devices or nodes), generic
-  names such as ``"ddp"`` map to their HPU twins, and a non-HPU strategy is refused;
-* the precision plugin is the HPU one (DeepSpeed strategies keep Lightning's DeepSpeed precision).
+* the strategy is an HPU strategy (``hpu_single``, or ``hpu_parallel`` for several devices or nodes), every
+  Lightning strategy name maps to its HPU twin with the name's preset settings or is refused naming the HPU
+  strategy to use (the tables are in :mod:`lightning_hpu.names`), and a non-HPU strategy object is refused;
+* the precision plugin is the HPU one (with DeepSpeed, the HPU DeepSpeed precision, which adds fp8);
+* ``Trainer(profiler="hpu")`` builds an :class:`~lightning_hpu.HPUProfiler` (Lightning's profiler names still work).
 
 The wrapped methods are checked to exist before anything is patched, so a Lightning release that moves them
 fails at import with a message instead of misbehaving.
@@ -17,6 +19,7 @@ fails at import with a message instead of misbehaving.
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -25,9 +28,12 @@ from lightning.fabric.connector import _Connector
 from lightning.fabric.strategies import STRATEGY_REGISTRY as FABRIC_STRATEGY_REGISTRY
 from lightning.fabric.strategies import DeepSpeedStrategy as FabricDeepSpeedStrategy
 from lightning.fabric.strategies import Strategy as FabricStrategy
+from lightning.pytorch.profilers import Profiler
 from lightning.pytorch.strategies import DeepSpeedStrategy, Strategy, StrategyRegistry
+from lightning.pytorch.trainer import setup as trainer_setup
 from lightning.pytorch.trainer.connectors.accelerator_connector import _AcceleratorConnector
 
+from lightning_hpu import names
 from lightning_hpu.devices import check_devices_syntax
 from lightning_hpu.fabric.accelerator import HPUAccelerator as FabricHPUAccelerator
 from lightning_hpu.runtime import hpu_available, require_backend
@@ -35,14 +41,6 @@ from lightning_hpu.strategies.lazy_mode import FabricHPUStrategyHooks, HPUStrate
 
 #: Lightning releases whose connector internals this module was written and tested against.
 TESTED_LIGHTNING = ("2.6",)
-
-#: Generic strategy names and the HPU strategy each means when the accelerator is HPU.
-HPU_STRATEGY_TWINS = {
-    "single_device": "hpu_single",
-    "ddp": "hpu_parallel",
-    "ddp_spawn": "hpu_parallel",
-    "deepspeed": "hpu_deepspeed",
-}
 
 _PATCHED_METHODS = (
     "_choose_auto_accelerator",
@@ -88,9 +86,12 @@ def _multi_device(connector: Any) -> bool:
     return connector._num_nodes_flag > 1 or len(connector._parallel_devices) > 1
 
 
+def _strategy_registry(fabric: bool) -> Any:
+    return FABRIC_STRATEGY_REGISTRY if fabric else StrategyRegistry
+
+
 def _strategy_registry_names(fabric: bool) -> list[str]:
-    registry = FABRIC_STRATEGY_REGISTRY if fabric else StrategyRegistry
-    return list(registry.available_strategies())
+    return list(_strategy_registry(fabric).available_strategies())
 
 
 def _install_on(connector_cls: type, fabric: bool) -> None:
@@ -140,9 +141,11 @@ def _install_on(connector_cls: type, fabric: bool) -> None:
         def wrapper(self: Any) -> None:
             flag = self._strategy_flag
             if is_hpu(self._accelerator_flag) and isinstance(flag, str):
-                twin = HPU_STRATEGY_TWINS.get(flag)
-                if twin is not None and twin in _strategy_registry_names(fabric):
-                    self._strategy_flag = twin
+                registry = _strategy_registry(fabric)
+                twin = names.hpu_strategy_for(flag, registry, lambda cls: issubclass(cls, hooks_cls), owner)
+                if twin is not None:
+                    twin_name, settings = twin
+                    self._strategy_flag = names.build_strategy(registry, twin_name, settings) if settings else twin_name
             original(self)
 
         return wrapper
@@ -151,11 +154,8 @@ def _install_on(connector_cls: type, fabric: bool) -> None:
         def wrapper(self: Any) -> None:
             original(self)
             strategy = self.strategy
-            if is_hpu(self._accelerator_flag) and not isinstance(strategy, (hooks_cls, deepspeed_cls)):
-                raise ValueError(
-                    f"`{owner}(strategy={type(strategy).__name__}(...))` cannot drive an HPU (it never marks lazy"
-                    " steps); use strategy='hpu_single' for one HPU or 'hpu_parallel' for several."
-                )
+            if is_hpu(self._accelerator_flag) and not isinstance(strategy, hooks_cls):
+                raise names.refuse_strategy_instance(strategy, owner)
             if not is_hpu(self._accelerator_flag) and isinstance(strategy, (hooks_cls,)):
                 raise ValueError(
                     f"`{owner}(strategy={type(strategy).__name__}(...))` needs accelerator='hpu', but the"
@@ -167,23 +167,29 @@ def _install_on(connector_cls: type, fabric: bool) -> None:
 
     def init_precision(original: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(self: Any) -> Any:
-            if not is_hpu(self._accelerator_flag) or isinstance(self.strategy, deepspeed_cls):
+            if not is_hpu(self._accelerator_flag):
                 return original(self)
             if fabric:
                 from lightning.fabric.plugins import Precision as FabricPrecision
 
+                from lightning_hpu.fabric.deepspeed_precision import HPUDeepSpeedPrecision
                 from lightning_hpu.fabric.precision import HPUPrecision
 
                 if isinstance(self._precision_instance, FabricPrecision):
                     return self._precision_instance
+                if isinstance(self.strategy, deepspeed_cls):
+                    return HPUDeepSpeedPrecision(self._precision_input)
                 return HPUPrecision(self._precision_input)
             from lightning.pytorch.plugins.precision import Precision
 
+            from lightning_hpu.plugins.deepspeed_precision import HPUDeepSpeedPrecisionPlugin
             from lightning_hpu.plugins.precision import HPUPrecisionPlugin
 
             self._validate_precision_choice()
             if isinstance(self._precision_plugin_flag, Precision):
                 return self._precision_plugin_flag
+            if isinstance(self.strategy, deepspeed_cls):
+                return HPUDeepSpeedPrecisionPlugin(self._precision_flag)
             return HPUPrecisionPlugin(self._precision_flag)
 
         return wrapper
@@ -197,6 +203,20 @@ def _install_on(connector_cls: type, fabric: bool) -> None:
     _wrap(connector_cls, "_check_and_init_precision", init_precision)
 
 
+def _install_profiler_names() -> None:
+    """Let ``Trainer(profiler=...)`` take the names of :data:`lightning_hpu.names.HPU_PROFILERS` too."""
+    original = trainer_setup._init_profiler
+
+    def init_profiler(trainer: Any, profiler: Profiler | str | None) -> None:
+        if isinstance(profiler, str) and profiler.lower() in names.HPU_PROFILERS:
+            module_name, class_name = names.HPU_PROFILERS[profiler.lower()].split(":")
+            profiler = getattr(importlib.import_module(module_name), class_name)()
+        original(trainer, profiler)
+
+    setattr(init_profiler, _MARKER, original)
+    trainer_setup._init_profiler = init_profiler
+
+
 def is_installed() -> bool:
     """Whether the connectors already carry the HPU wrappers."""
     return hasattr(_AcceleratorConnector._choose_strategy, _MARKER)
@@ -208,5 +228,11 @@ def install() -> None:
         return
     _check_connector(_AcceleratorConnector)
     _check_connector(_Connector)
+    if not callable(getattr(trainer_setup, "_init_profiler", None)):
+        raise LightningIntegrationError(
+            f"lightning-hpu cannot integrate with Lightning {lightning.__version__}: lightning.pytorch.trainer.setup"
+            f" lacks _init_profiler (tested with Lightning {', '.join(TESTED_LIGHTNING)}); install a tested release."
+        )
     _install_on(_AcceleratorConnector, fabric=False)
     _install_on(_Connector, fabric=True)
+    _install_profiler_names()

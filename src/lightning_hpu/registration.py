@@ -10,6 +10,7 @@ from lightning.pytorch.strategies import StrategyRegistry
 from lightning_hpu import integration
 from lightning_hpu.accelerator import HPUAccelerator
 from lightning_hpu.fabric.accelerator import HPUAccelerator as FabricHPUAccelerator
+from lightning_hpu.fabric.deepspeed import HPUDeepSpeedStrategy as FabricHPUDeepSpeedStrategy
 from lightning_hpu.fabric.strategies import HPUParallelStrategy as FabricHPUParallelStrategy
 from lightning_hpu.fabric.strategies import SingleHPUStrategy as FabricSingleHPUStrategy
 from lightning_hpu.strategies import HPUDeepSpeedStrategy, HPUParallelStrategy, SingleHPUStrategy
@@ -24,7 +25,7 @@ def register_all() -> None:
     for strategy_cls in (SingleHPUStrategy, HPUParallelStrategy, HPUDeepSpeedStrategy):
         if strategy_cls.strategy_name not in StrategyRegistry:
             strategy_cls.register_strategies(StrategyRegistry)
-    for fabric_strategy_cls in (FabricSingleHPUStrategy, FabricHPUParallelStrategy):
+    for fabric_strategy_cls in (FabricSingleHPUStrategy, FabricHPUParallelStrategy, FabricHPUDeepSpeedStrategy):
         if fabric_strategy_cls.strategy_name not in FABRIC_STRATEGY_REGISTRY:
             fabric_strategy_cls.register_strategies(FABRIC_STRATEGY_REGISTRY)
     integration.install()

@@ -27,12 +27,20 @@ from lightning_hpu.device_rules import check_fp8_supported, check_fp16_supported
 from lightning_hpu.fp8.engine import LayerFilter, make_recipe, replace_linear_layers
 from lightning_hpu.runtime import require_backend
 
-HPUPrecisionInput = Literal["32-true", "bf16-mixed", "16-mixed", "bf16-true", "16-true", "fp8"]
+HPUPrecisionInput = Literal["32-true", "bf16-mixed", "16-mixed", "bf16-true", "16-true", "fp8", "fp8-float16"]
 
-#: Lightning's short spellings, mapped to the full names.
-PRECISION_ALIASES: dict[str, str] = {"32": "32-true", "bf16": "bf16-mixed", "16": "16-mixed"}
+#: Lightning's other spellings, mapped to the full names: its short ones, and its names for fp8 training with the
+#: Transformer Engine (with bf16, or fp16, outside the engine's layers).
+PRECISION_ALIASES: dict[str, str] = {
+    "32": "32-true",
+    "bf16": "bf16-mixed",
+    "16": "16-mixed",
+    "transformer-engine": "fp8",
+    "transformer-engine-float16": "fp8-float16",
+}
 
-#: The low-precision dtype of each precision; under ``"fp8"`` the ops outside the engine's layers run in bf16.
+#: The low-precision dtype of each precision; under ``"fp8"`` the ops outside the engine's layers run in bf16, under
+#: ``"fp8-float16"`` (Lightning's ``"transformer-engine-float16"``) in fp16.
 _DTYPES = {
     "32-true": torch.float32,
     "bf16-mixed": torch.bfloat16,
@@ -40,6 +48,7 @@ _DTYPES = {
     "bf16-true": torch.bfloat16,
     "16-true": torch.float16,
     "fp8": torch.bfloat16,
+    "fp8-float16": torch.float16,
 }
 
 
@@ -49,17 +58,19 @@ def normalize_precision(precision: Any) -> str:
     if name not in _DTYPES:
         raise ValueError(
             f"`precision={precision!r}` is not supported on HPU: use one of {', '.join(get_args(HPUPrecisionInput))}"
-            " (fp8 with the Trainer: `plugins=[HPUPrecisionPlugin('fp8')]`)."
+            " (Lightning's 'transformer-engine' means 'fp8')."
         )
     return name
 
 
 class HPUPrecision(Precision):
-    """Precision on HPU: ``"32-true"``, ``"bf16-mixed"``, ``"16-mixed"``, ``"bf16-true"``, ``"16-true"``, ``"fp8"``.
+    """Precision on HPU: ``"32-true"``, ``"bf16-mixed"``, ``"16-mixed"``, ``"bf16-true"``, ``"16-true"``, ``"fp8"``,
+    ``"fp8-float16"``.
 
     Args:
-        precision: the precision name (also Lightning's aliases ``"32"``, ``"bf16"``, ``"16"``). fp16 and fp8 need
-            Gaudi2 or later; fp8 needs the Intel Gaudi Transformer Engine.
+        precision: the precision name (also Lightning's aliases ``"32"``, ``"bf16"``, ``"16"``, and
+            ``"transformer-engine"`` for ``"fp8"``, ``"transformer-engine-float16"`` for ``"fp8-float16"``). fp16 and
+            fp8 need Gaudi2 or later; fp8 needs the Intel Gaudi Transformer Engine.
         autocast_lower_precision_ops: aten ops autocast runs in bf16/fp16, replacing the bridge's list (mixed
             precisions and fp8 only; must be set before the bridge is imported).
         autocast_fp32_ops: aten ops autocast runs in fp32, replacing the bridge's list (same rules).
@@ -81,7 +92,8 @@ class HPUPrecision(Precision):
         name = normalize_precision(precision)
         self.precision = name  # type: ignore[assignment]
         self._dtype = _DTYPES[name]
-        if name != "fp8":
+        is_fp8 = name.startswith("fp8")
+        if not is_fp8:
             for argument, value in (("fp8_recipe", fp8_recipe), ("fp8_layer_filter", fp8_layer_filter)):
                 if value is not None:
                     raise ValueError(f"`{argument}` applies to precision='fp8' only, but precision={name!r}.")
@@ -103,7 +115,7 @@ class HPUPrecision(Precision):
         self._fp8_layer_filter = fp8_layer_filter
         #: Qualified names of the layers that run in fp8, filled by :meth:`convert_module`.
         self.fp8_layers: list[str] = []
-        if name == "fp8":
+        if is_fp8:
             check_fp8_supported()
             self.fp8_recipe = make_recipe(self._engine(), fp8_recipe)
         #: The op-list files written for the bridge, by environment variable.
@@ -121,7 +133,12 @@ class HPUPrecision(Precision):
     @property
     def uses_autocast(self) -> bool:
         """Whether the forward runs under ``torch.autocast`` (mixed precisions and fp8)."""
-        return self.is_mixed or self.precision == "fp8"
+        return self.is_mixed or self.is_fp8
+
+    @property
+    def is_fp8(self) -> bool:
+        """Whether the engine's layers run in fp8 (``"fp8"``: bf16 elsewhere, ``"fp8-float16"``: fp16)."""
+        return self.precision.startswith("fp8")
 
     @property
     def is_true_half(self) -> bool:
@@ -133,7 +150,7 @@ class HPUPrecision(Precision):
 
     @override
     def convert_module(self, module: Module) -> Module:
-        if self.precision == "fp8":
+        if self.is_fp8:
             return self._convert_to_fp8(module)
         return module.to(dtype=self._dtype) if self.is_true_half else module
 
@@ -160,7 +177,7 @@ class HPUPrecision(Precision):
 
     @override
     def forward_context(self) -> AbstractContextManager:
-        if self.precision == "fp8":
+        if self.is_fp8:
             return self._fp8_context()
         if self.is_mixed:
             return self.autocast_context_manager()
@@ -168,11 +185,16 @@ class HPUPrecision(Precision):
             return self._default_dtype_context()
         return nullcontext()
 
+    def fp8_autocast(self) -> AbstractContextManager:
+        """The engine's ``fp8_autocast`` with this plugin's recipe: the engine's layers run in fp8 inside it."""
+        context: AbstractContextManager = self._engine().fp8_autocast(enabled=True, fp8_recipe=self.fp8_recipe)
+        return context
+
     @contextmanager
     def _fp8_context(self) -> Generator[None, None, None]:
         with ExitStack() as stack:
             stack.enter_context(self.autocast_context_manager())
-            stack.enter_context(self._engine().fp8_autocast(enabled=True, fp8_recipe=self.fp8_recipe))
+            stack.enter_context(self.fp8_autocast())
             yield
 
     @contextmanager

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Generator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import timedelta
 from typing import Any
 
@@ -11,12 +13,18 @@ from lightning.fabric.plugins import CheckpointIO, ClusterEnvironment, Precision
 from lightning.fabric.plugins.collectives.torch_collective import default_pg_timeout
 from lightning.fabric.strategies import SingleDeviceStrategy
 from lightning.fabric.strategies.registry import _StrategyRegistry
-from lightning.fabric.utilities.types import _DEVICE
+from lightning.fabric.strategies.strategy import _BackwardSyncControl
+from lightning.fabric.utilities.types import _DEVICE, Optimizable
+from torch import Tensor
+from torch.nn import Module
+from torch.optim import Optimizer
 from typing_extensions import override
 
 from lightning_hpu.runtime import require_backend
+from lightning_hpu.strategies.collectives import all_reduce_gradients_, broadcast_module_states_
 from lightning_hpu.strategies.hccl import FabricHCCLCollectivesHooks
 from lightning_hpu.strategies.lazy_mode import FabricHPUStrategyHooks
+from lightning_hpu.strategies.parallel import _unique_parameters
 
 
 class SingleHPUStrategy(FabricHPUStrategyHooks, SingleDeviceStrategy):
@@ -44,11 +52,36 @@ class SingleHPUStrategy(FabricHPUStrategyHooks, SingleDeviceStrategy):
         strategy_registry.register(cls.strategy_name, cls, description=f"{cls.__name__}: one HPU")
 
 
+class _FastDDPBackwardSyncControl(_BackwardSyncControl):
+    """``fabric.no_backward_sync`` under fast DDP: gradients stay local, and no reduce runs inside the block."""
+
+    def __init__(self) -> None:
+        self.blocked = False
+
+    @override
+    def no_backward_sync(self, module: Module, enabled: bool) -> AbstractContextManager:
+        return self._blocked() if enabled else nullcontext()
+
+    @contextmanager
+    def _blocked(self) -> Generator[None, None, None]:
+        self.blocked = True
+        try:
+            yield
+        finally:
+            self.blocked = False
+
+
 class HPUParallelStrategy(FabricHPUStrategyHooks, FabricHCCLCollectivesHooks):
     """Fabric strategy for several HPUs and nodes: DDP over HCCL (``strategy="hpu_parallel"`` or ``"hpu_ddp"``).
 
     ``**kwargs`` go to ``DistributedDataParallel`` (``bucket_cap_mb``, ``gradient_as_bucket_view``,
     ``static_graph``, ``find_unused_parameters``); see the Trainer's :class:`lightning_hpu.HPUParallelStrategy`.
+
+    Args:
+        fast_ddp: (``strategy="hpu_fast_ddp"``) do not wrap the model in ``DistributedDataParallel``: ``fabric.setup``
+            copies rank 0's weights everywhere, and the gradients of all ``fabric.backward`` calls since the last
+            step are averaged with one pre-scaled all-reduce per dtype, at the first of ``fabric.clip_gradients``
+            or the wrapped ``optimizer.step()``. Nothing is reduced inside ``fabric.no_backward_sync``.
     """
 
     strategy_name = "hpu_parallel"
@@ -62,8 +95,14 @@ class HPUParallelStrategy(FabricHPUStrategyHooks, FabricHCCLCollectivesHooks):
         precision: Precision | None = None,
         process_group_backend: str | None = None,
         timeout: timedelta | None = default_pg_timeout,
+        fast_ddp: bool = False,
         **kwargs: Any,
     ) -> None:
+        if fast_ddp and kwargs:
+            raise ValueError(
+                f"HPUParallelStrategy(fast_ddp=True) does not use DistributedDataParallel, so {', '.join(kwargs)}"
+                " would have no effect; remove them or set fast_ddp=False."
+            )
         super().__init__(
             accelerator=accelerator,
             parallel_devices=parallel_devices,
@@ -75,6 +114,54 @@ class HPUParallelStrategy(FabricHPUStrategyHooks, FabricHCCLCollectivesHooks):
             start_method="popen",
             **kwargs,
         )
+        self.fast_ddp = fast_ddp
+        self._fast_sync = _FastDDPBackwardSyncControl()
+        if fast_ddp:
+            self._backward_sync_control = self._fast_sync
+        #: Whether a backward ran since the gradients were last reduced (fast DDP).
+        self._gradients_pending = False
+
+    @override
+    def setup_module(self, module: Module) -> Module:  # type: ignore[override]  # fast DDP does not wrap in DDP
+        if not self.fast_ddp:
+            return super().setup_module(module)
+        broadcast_module_states_(module, src=0)
+        return module
+
+    @override
+    def backward(self, tensor: Tensor, module: Module | None, *args: Any, **kwargs: Any) -> None:
+        super().backward(tensor, module, *args, **kwargs)
+        self._gradients_pending = self.fast_ddp
+
+    def reduce_gradients(self, optimizer: Optimizer) -> None:
+        """Fast DDP: average the pending gradients of ``optimizer``'s parameters over all processes, once."""
+        if not self._gradients_pending or self._fast_sync.blocked:
+            return
+        all_reduce_gradients_(_unique_parameters(optimizer))
+        self._gradients_pending = False
+
+    @override
+    def clip_gradients_norm(
+        self,
+        module: Module,
+        optimizer: Optimizer,
+        max_norm: float | int,
+        norm_type: float | int = 2.0,
+        error_if_nonfinite: bool = True,
+    ) -> Tensor:
+        self.reduce_gradients(optimizer)
+        return super().clip_gradients_norm(module, optimizer, max_norm, norm_type, error_if_nonfinite)
+
+    @override
+    def clip_gradients_value(self, module: Module, optimizer: Optimizer, clip_val: float | int) -> None:
+        self.reduce_gradients(optimizer)
+        super().clip_gradients_value(module, optimizer, clip_val)
+
+    @override
+    def optimizer_step(self, optimizer: Optimizable, **kwargs: Any) -> Any:
+        if isinstance(optimizer, Optimizer):
+            self.reduce_gradients(optimizer)
+        return super().optimizer_step(optimizer, **kwargs)
 
     @classmethod
     @override
@@ -82,3 +169,6 @@ class HPUParallelStrategy(FabricHPUStrategyHooks, FabricHCCLCollectivesHooks):
         description = f"{cls.__name__}: DDP over HCCL on several HPUs and nodes"
         strategy_registry.register(cls.strategy_name, cls, description=description)
         strategy_registry.register("hpu_ddp", cls, description=description)
+        strategy_registry.register(
+            "hpu_fast_ddp", cls, description=f"{cls.__name__}: one fused gradient all-reduce per step", fast_ddp=True
+        )

@@ -1,9 +1,11 @@
 """fp8 on Gaudi2 and later: training with the Transformer Engine, inference with Intel Neural Compressor."""
 
+from lightning_hpu.fp8.callback import HPUFp8Inference
 from lightning_hpu.fp8.engine import LayerFilter, make_recipe, replace_linear_layers
 from lightning_hpu.fp8.inference import fp8_finish_measurement, fp8_measure, fp8_quantize
 
 __all__ = [
+    "HPUFp8Inference",
     "LayerFilter",
     "fp8_finish_measurement",
     "fp8_measure",

@@ -1,6 +1,7 @@
-"""HPU plugins: checkpoint IO and precision."""
+"""HPU plugins: checkpoint IO and precision (also under DeepSpeed)."""
 
 from lightning_hpu.plugins.checkpoint_io import HPUCheckpointIO
+from lightning_hpu.plugins.deepspeed_precision import HPUDeepSpeedPrecisionPlugin
 from lightning_hpu.plugins.precision import HPUPrecisionPlugin
 
-__all__ = ["HPUCheckpointIO", "HPUPrecisionPlugin"]
+__all__ = ["HPUCheckpointIO", "HPUDeepSpeedPrecisionPlugin", "HPUPrecisionPlugin"]

@@ -18,13 +18,14 @@ from lightning_hpu.optimizers import clip_grad_norm
 class HPUPrecisionPlugin(Precision, HPUPrecision):
     """Precision on HPU for the Trainer: ``Trainer(precision=...)`` maps here when the accelerator is HPU.
 
-    Pass it as ``plugins=[HPUPrecisionPlugin(...)]`` for ``"fp8"`` (Lightning's ``precision=`` does not know that
-    name) or to give op lists or an fp8 recipe. Clipping by norm (``gradient_clip_val`` with the default
+    ``Trainer(precision="transformer-engine")`` (Lightning's name for fp8 training) means ``"fp8"`` here, and
+    ``"transformer-engine-float16"`` means ``"fp8-float16"``; pass the plugin as ``plugins=[HPUPrecisionPlugin(...)]``
+    to give op lists or an fp8 recipe. Clipping by norm (``gradient_clip_val`` with the default
     ``gradient_clip_algorithm="norm"``) uses the device's fused clip (``FusedClipNorm`` on a Gaudi).
 
     Args:
-        precision: ``"32-true"``, ``"bf16-mixed"``, ``"16-mixed"``, ``"bf16-true"``, ``"16-true"`` or ``"fp8"``
-            (also the aliases ``"32"``, ``"bf16"``, ``"16"``). fp16 and fp8 need Gaudi2 or later.
+        precision: ``"32-true"``, ``"bf16-mixed"``, ``"16-mixed"``, ``"bf16-true"``, ``"16-true"``, ``"fp8"`` or
+            ``"fp8-float16"`` (also Lightning's aliases). fp16 and fp8 need Gaudi2 or later.
         autocast_lower_precision_ops: aten ops autocast runs in bf16/fp16, replacing the bridge's list.
         autocast_fp32_ops: aten ops autocast runs in fp32, replacing the bridge's list.
         fp8_recipe: fp8 only: a ``DelayedScaling`` recipe or a dict of its arguments.

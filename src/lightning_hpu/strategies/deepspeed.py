@@ -149,6 +149,122 @@ def _check_nvme_offload(zero: Mapping[str, Any]) -> None:
         )
 
 
+#: Lightning's DeepSpeed preset names (as suffixes of the HPU strategy's name) and their settings.
+DEEPSPEED_PRESETS: dict[str, dict[str, Any]] = {
+    "": {},
+    "_stage_1": {"stage": 1},
+    "_stage_1_offload": {"stage": 1, "offload_optimizer": True},
+    "_stage_2": {"stage": 2},
+    "_stage_2_offload": {"stage": 2, "offload_optimizer": True},
+    "_stage_3": {"stage": 3},
+    "_stage_3_offload": {"stage": 3, "offload_optimizer": True, "offload_parameters": True},
+    "_stage_3_offload_nvme": {
+        "stage": 3,
+        "offload_optimizer": True,
+        "offload_parameters": True,
+        "remote_device": "nvme",
+        "offload_params_device": "nvme",
+        "offload_optimizer_device": "nvme",
+    },
+}
+
+
+def register_deepspeed_presets(strategy_cls: type, strategy_registry: Any) -> None:
+    """Register ``strategy_cls`` as ``hpu_deepspeed`` and under each preset name (Trainer or Fabric registry)."""
+    name = strategy_cls.strategy_name  # type: ignore[attr-defined]
+    for suffix, preset in DEEPSPEED_PRESETS.items():
+        strategy_registry.register(
+            name + suffix, strategy_cls, description=f"{strategy_cls.__name__}: DeepSpeed on HPU {preset}", **preset
+        )
+
+
+def hpu_deepspeed_devices(parallel_devices: list[torch.device] | int | None) -> tuple[int | None, list[Any] | None]:
+    """Set up DeepSpeed for the backend, and return the HPU count asked for and the devices to give Lightning.
+
+    The stand-in's HPUs are CPU devices, which Lightning's connector would take for a CPU run: the connector
+    assigns them from ``devices=`` instead and the count is checked in :func:`check_deepspeed_for_device`.
+    """
+    select_deepspeed_accelerator()
+    requested = _count_hpu_devices(parallel_devices)
+    device = require_backend().torch_device()
+    if requested is not None and device.type == "hpu":
+        return requested, [device] * requested
+    return requested, None
+
+
+def check_deepspeed_for_device(
+    config: Mapping[str, Any],
+    precision: str,
+    requested_devices: int | None,
+    used_devices: int,
+    inference_config: Mapping[str, Any],
+    owner: str,
+) -> None:
+    """Refuse what the HPU cannot run, and warn where the Intel Gaudi software lists a limitation.
+
+    ``owner`` (``"Trainer"`` or ``"Fabric"``) names the object whose ``devices=`` the messages point to.
+    """
+    if requested_devices is not None and requested_devices != used_devices:
+        raise ValueError(
+            f"`HPUDeepSpeedStrategy(parallel_devices=...)` names {requested_devices} HPUs but the {owner} uses"
+            f" {used_devices}: pass `{owner}(devices={requested_devices})`."
+        )
+    generation = generation_rank(require_backend().device_name())
+    fp16_config = (config.get("fp16") or {}).get("enabled", False)
+    if precision in _FP16_PRECISIONS or fp16_config:
+        check_fp16_supported()
+    if inference_config.get("dtype") == torch.float16:
+        check_fp16_supported()
+    tp_size = (inference_config.get("tensor_parallel") or {}).get("tp_size", 1)
+    if tp_size > 1 and generation < 2:
+        raise ValueError(
+            f"DeepSpeed tensor parallelism (`tensor_parallel={{'tp_size': {tp_size}}}`) needs Gaudi2 or later;"
+            " on this first-generation Gaudi use `tp_size=1`."
+        )
+    zero = config.get("zero_optimization") or {}
+    if zero.get("stage") == 3 and generation == 2:
+        rank_zero_warn(
+            "DeepSpeed ZeRO stage 3 on Gaudi2 needs an Intel Gaudi software release that supports it (older"
+            " releases do not); if DeepSpeed fails, use stage 2 or update the Gaudi software and DeepSpeed fork."
+        )
+    _check_nvme_offload(zero)
+
+
+def prepare_hccl_for_deepspeed(world_size: int, global_rank: int, local_rank: int) -> None:
+    """Prepare HCCL before DeepSpeed creates its process group (unless a group exists already)."""
+    if not _distributed_is_initialized():
+        initialize_hccl(world_size, global_rank, local_rank)
+
+
+def initialize_engine(
+    model: Module,
+    config: Mapping[str, Any],
+    local_rank: int,
+    root_device: torch.device | None,
+    optimizer: Optimizer | None = None,
+    lr_scheduler: Any = None,
+) -> tuple[deepspeed.DeepSpeedEngine, Any, Any]:
+    """``deepspeed.initialize`` on this process's HPU: DeepSpeed binds its accelerator to ``device_rank``.
+
+    Returns the engine, DeepSpeed's optimizer and its scheduler. Without ZeRO-3 (whose parameters are partitioned
+    placeholders that DeepSpeed places), the model is moved to ``root_device`` first.
+    """
+    import deepspeed
+
+    if root_device is not None:
+        model.to(root_device)
+    engine, deepspeed_optimizer, _, scheduler = deepspeed.initialize(
+        args=argparse.Namespace(device_rank=local_rank),
+        config=dict(config),
+        model=model,
+        model_parameters=[p for p in model.parameters() if p.requires_grad],
+        optimizer=optimizer,
+        lr_scheduler=lr_scheduler,
+        dist_init_required=False,
+    )
+    return engine, deepspeed_optimizer, scheduler
+
+
 class HPUDeepSpeedStrategy(HPUStrategyHooks, HCCLCollectiveOps, DeepSpeedStrategy):
     """DeepSpeed (ZeRO 1-3, offload, bf16, activation checkpointing, inference) on HPUs.
 
@@ -178,16 +294,8 @@ class HPUDeepSpeedStrategy(HPUStrategyHooks, HCCLCollectiveOps, DeepSpeedStrateg
         replace_method: str | None = None,
         **kwargs: Any,
     ) -> None:
-        select_deepspeed_accelerator()
-        self._requested_devices = _count_hpu_devices(parallel_devices)
-        device = require_backend().torch_device()
-        if self._requested_devices is not None and device.type == "hpu":
-            parallel_devices = [device] * self._requested_devices
-        else:
-            # The stand-in's HPUs are CPU devices, which Lightning's connector would take for a CPU run: the
-            # connector assigns them from `Trainer(devices=...)` and the count is checked in `validate_for_device`.
-            parallel_devices = None
-        super().__init__(accelerator=accelerator, parallel_devices=parallel_devices, **kwargs)
+        self._requested_devices, devices = hpu_deepspeed_devices(parallel_devices)
+        super().__init__(accelerator=accelerator, parallel_devices=devices, **kwargs)
         assert self.config is not None
         # Inference settings go to ``init_inference``, not to the training engine (``dtype`` is not even JSON).
         self.inference_config: dict[str, Any] = {
@@ -208,31 +316,14 @@ class HPUDeepSpeedStrategy(HPUStrategyHooks, HCCLCollectiveOps, DeepSpeedStrateg
     def validate_for_device(self) -> None:
         """Refuse what the HPU cannot run, and warn where the Intel Gaudi software lists a limitation."""
         assert self.config is not None
-        given, used = self._requested_devices, len(self.parallel_devices or [])
-        if given is not None and given != used:
-            raise ValueError(
-                f"`HPUDeepSpeedStrategy(parallel_devices=...)` names {given} HPUs but the Trainer uses {used}:"
-                f" pass `Trainer(devices={given})`."
-            )
-        generation = generation_rank(require_backend().device_name())
-        fp16_config = (self.config.get("fp16") or {}).get("enabled", False)
-        if str(self.precision_plugin.precision) in _FP16_PRECISIONS or fp16_config:
-            check_fp16_supported()
-        if self.inference_config.get("dtype") == torch.float16:
-            check_fp16_supported()
-        tp_size = (self.inference_config.get("tensor_parallel") or {}).get("tp_size", 1)
-        if tp_size > 1 and generation < 2:
-            raise ValueError(
-                f"DeepSpeed tensor parallelism (`tensor_parallel={{'tp_size': {tp_size}}}`) needs Gaudi2 or later;"
-                " on this first-generation Gaudi use `tp_size=1`."
-            )
-        zero = self.config.get("zero_optimization") or {}
-        if zero.get("stage") == 3 and generation == 2:
-            rank_zero_warn(
-                "DeepSpeed ZeRO stage 3 on Gaudi2 needs an Intel Gaudi software release that supports it (older"
-                " releases do not); if DeepSpeed fails, use stage 2 or update the Gaudi software and DeepSpeed fork."
-            )
-        _check_nvme_offload(zero)
+        check_deepspeed_for_device(
+            self.config,
+            str(self.precision_plugin.precision),
+            self._requested_devices,
+            len(self.parallel_devices or []),
+            self.inference_config,
+            owner="Trainer",
+        )
 
     @override
     def _configure_launcher(self) -> None:
@@ -259,8 +350,7 @@ class HPUDeepSpeedStrategy(HPUStrategyHooks, HCCLCollectiveOps, DeepSpeedStrateg
 
     @override
     def _init_deepspeed_distributed(self) -> None:
-        if not _distributed_is_initialized():
-            initialize_hccl(self.world_size, self.global_rank, self.local_rank)
+        prepare_hccl_for_deepspeed(self.world_size, self.global_rank, self.local_rank)
         super()._init_deepspeed_distributed()
 
     @override
@@ -284,18 +374,10 @@ class HPUDeepSpeedStrategy(HPUStrategyHooks, HCCLCollectiveOps, DeepSpeedStrateg
         optimizer: Optimizer | None,
         lr_scheduler: Any = None,
     ) -> tuple[deepspeed.DeepSpeedEngine, Optimizer]:
-        import deepspeed
-
-        if not self.zero_stage_3:  # ZeRO-3 parameters are partitioned placeholders: DeepSpeed places them.
-            model.to(self.root_device)
-        engine, deepspeed_optimizer, _, _ = deepspeed.initialize(
-            args=self._deepspeed_args(),
-            config=self.config,
-            model=model,
-            model_parameters=[p for p in model.parameters() if p.requires_grad],
-            optimizer=optimizer,
-            lr_scheduler=lr_scheduler,
-            dist_init_required=False,
+        assert self.config is not None
+        root_device = None if self.zero_stage_3 else self.root_device
+        engine, deepspeed_optimizer, _ = initialize_engine(
+            model, self.config, self.local_rank, root_device, optimizer, lr_scheduler
         )
         return engine, deepspeed_optimizer
 
@@ -334,23 +416,4 @@ class HPUDeepSpeedStrategy(HPUStrategyHooks, HCCLCollectiveOps, DeepSpeedStrateg
     @classmethod
     @override
     def register_strategies(cls, strategy_registry: _StrategyRegistry) -> None:
-        presets: dict[str, dict[str, Any]] = {
-            "": {},
-            "_stage_1": {"stage": 1},
-            "_stage_2": {"stage": 2},
-            "_stage_2_offload": {"stage": 2, "offload_optimizer": True},
-            "_stage_3": {"stage": 3},
-            "_stage_3_offload": {"stage": 3, "offload_optimizer": True, "offload_parameters": True},
-            "_stage_3_offload_nvme": {
-                "stage": 3,
-                "offload_optimizer": True,
-                "offload_parameters": True,
-                "remote_device": "nvme",
-                "offload_params_device": "nvme",
-                "offload_optimizer_device": "nvme",
-            },
-        }
-        for suffix, preset in presets.items():
-            strategy_registry.register(
-                cls.strategy_name + suffix, cls, description=f"{cls.__name__}: DeepSpeed on HPU {preset}", **preset
-            )
+        register_deepspeed_presets(cls, strategy_registry)

@@ -1,0 +1,62 @@
+"""DeepSpeed precision on HPU for Fabric, and the fp8 split shared with the Trainer's plugin.
+
+DeepSpeed builds its engine from a Lightning precision name (bf16 or fp16 config); fp8 adds the Transformer
+Engine's layers and ``fp8_autocast`` on top. :func:`split_fp8_precision` turns an HPU precision name into the
+DeepSpeed precision to configure and the fp8 side (an :class:`HPUPrecision`), for Fabric and the Trainer alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from typing import Any
+
+from lightning.fabric.plugins.precision import DeepSpeedPrecision
+from torch.nn import Module
+from typing_extensions import override
+
+from lightning_hpu.fabric.precision import PRECISION_ALIASES, HPUPrecision
+from lightning_hpu.fp8.engine import LayerFilter
+
+#: What DeepSpeed itself runs outside the engine's fp8 layers, per fp8 precision.
+DEEPSPEED_PRECISION_OF_FP8 = {"fp8": "bf16-mixed", "fp8-float16": "16-mixed"}
+
+
+def split_fp8_precision(
+    precision: str, fp8_recipe: Any | Mapping[str, Any] | None, fp8_layer_filter: LayerFilter | None
+) -> tuple[str, HPUPrecision | None]:
+    """The DeepSpeed precision to configure for ``precision``, and the fp8 side when it is an fp8 precision."""
+    name = PRECISION_ALIASES.get(str(precision), str(precision))
+    if name in DEEPSPEED_PRECISION_OF_FP8:
+        fp8 = HPUPrecision(name, fp8_recipe=fp8_recipe, fp8_layer_filter=fp8_layer_filter)
+        return DEEPSPEED_PRECISION_OF_FP8[name], fp8
+    if fp8_recipe is not None or fp8_layer_filter is not None:
+        raise ValueError(f"`fp8_recipe` and `fp8_layer_filter` apply to precision='fp8' only, not {precision!r}.")
+    return name, None
+
+
+class HPUDeepSpeedPrecision(DeepSpeedPrecision):
+    """Fabric's DeepSpeed precision on HPU, with ``"fp8"``: see :class:`lightning_hpu.HPUDeepSpeedPrecisionPlugin`.
+
+    ``Fabric(accelerator="hpu", strategy="deepspeed", precision=...)`` maps here.
+    """
+
+    def __init__(
+        self,
+        precision: str,
+        *,
+        fp8_recipe: Any | Mapping[str, Any] | None = None,
+        fp8_layer_filter: LayerFilter | None = None,
+    ) -> None:
+        name, self.fp8 = split_fp8_precision(precision, fp8_recipe, fp8_layer_filter)
+        super().__init__(name)  # type: ignore[arg-type]
+
+    @override
+    def convert_module(self, module: Module) -> Module:
+        if self.fp8 is not None:
+            module = self.fp8.convert_module(module)
+        return super().convert_module(module)
+
+    @override
+    def forward_context(self) -> AbstractContextManager:
+        return self.fp8.fp8_autocast() if self.fp8 is not None else super().forward_context()

@@ -1,0 +1,268 @@
+"""Every strategy, precision and profiler name Lightning knows, with an HPU accelerator, on the Trainer and Fabric.
+
+The registry walks use the installed Lightning's registries, so a name a new Lightning release adds is checked too:
+it must build an HPU strategy or be refused at construction with one sentence naming the HPU strategy to use.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import pytest
+import torch
+from lightning.fabric import Fabric
+from lightning.fabric.strategies import STRATEGY_REGISTRY as FABRIC_REGISTRY
+from lightning.fabric.strategies import DDPStrategy as FabricDDPStrategy
+from lightning.fabric.strategies import ParallelStrategy as FabricParallelStrategy
+from lightning.pytorch import Trainer
+from lightning.pytorch.profilers import AdvancedProfiler, SimpleProfiler
+from lightning.pytorch.strategies import DDPStrategy, ParallelStrategy, StrategyRegistry
+from lightning.pytorch.utilities.exceptions import MisconfigurationException
+
+from lightning_hpu import HPUDeepSpeedStrategy, HPUParallelStrategy, HPUPrecisionPlugin, HPUProfiler, names
+from lightning_hpu.fabric.deepspeed import HPUDeepSpeedStrategy as FabricHPUDeepSpeedStrategy
+from lightning_hpu.fabric.precision import HPUPrecision
+from lightning_hpu.fabric.strategies import HPUParallelStrategy as FabricHPUParallelStrategy
+from lightning_hpu.runtime import HPUFeatureUnavailableError, reset_backend, settings
+from lightning_hpu.strategies.lazy_mode import FabricHPUStrategyHooks, HPUStrategyHooks
+from tests.test_fp8 import make_fake_engine
+
+deepspeed = pytest.importorskip("deepspeed")
+
+REGISTRIES = {"Trainer": StrategyRegistry, "Fabric": FABRIC_REGISTRY}
+HPU_HOOKS = {"Trainer": HPUStrategyHooks, "Fabric": FabricHPUStrategyHooks}
+
+
+@pytest.fixture(autouse=True)
+def _two_standin_devices(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two stand-in HPUs, so the DDP names can be built with ``devices=2`` (nothing is launched)."""
+    monkeypatch.setenv(settings.CPU_DEVICES_ENV, "2")
+    reset_backend()
+
+
+def _build(owner: str, strategy: Any, **kwargs: Any) -> Any:
+    """The strategy ``Trainer``/``Fabric`` ends up with for ``accelerator="hpu"`` and ``strategy``."""
+    if owner == "Trainer":
+        trainer = Trainer(
+            accelerator="hpu",
+            strategy=strategy,
+            logger=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            **kwargs,
+        )
+        return trainer.strategy
+    return Fabric(accelerator="hpu", strategy=strategy, **kwargs).strategy
+
+
+def _lightning_names(owner: str) -> list[tuple[str, str]]:
+    hooks = HPU_HOOKS[owner]
+    registry = REGISTRIES[owner]
+    return [
+        (owner, name)
+        for name in sorted(registry.available_strategies())
+        if not issubclass(registry[name]["strategy"], hooks) and "nvme" not in name  # nvme: needs a directory
+    ]
+
+
+@pytest.mark.parametrize(("owner", "name"), _lightning_names("Trainer") + _lightning_names("Fabric"))
+def test_every_lightning_strategy_name_runs_on_hpu_or_is_refused_naming_an_hpu_strategy(owner: str, name: str) -> None:
+    registry = REGISTRIES[owner]
+    try:
+        strategy = _build(owner, name, devices=1)
+    except ValueError as error:
+        message = str(error)
+        assert message.startswith(f"`{owner}(strategy={name!r})` cannot drive an HPU"), message
+        (use,) = [word for word in message.split("'") if word.startswith("hpu_")][-1:]
+        assert message.endswith(f"use strategy={use!r} instead.")
+        return
+    assert isinstance(strategy, HPU_HOOKS[owner]), type(strategy)
+    # The HPU strategy is the one registered under the name of the Lightning strategy's HPU twin.
+    twin = names.hpu_strategy_for(name, registry, lambda cls: issubclass(cls, HPU_HOOKS[owner]), owner)
+    assert twin is not None
+    assert type(strategy) is registry[twin[0]]["strategy"]
+
+
+@pytest.mark.parametrize("owner", ["Trainer", "Fabric"])
+def test_the_table_says_what_the_walk_expects(owner: str) -> None:
+    """Names that must run: DeepSpeed and DDP (popen/spawn) presets, single_device; names that must not: the rest."""
+    registry = REGISTRIES[owner]
+    runs, refused = [], []
+    for _, name in _lightning_names(owner):
+        try:
+            names.hpu_strategy_for(name, registry, lambda cls: issubclass(cls, HPU_HOOKS[owner]), owner)
+            runs.append(name)
+        except ValueError:
+            refused.append(name)
+    assert {name for name in runs if name.startswith("deepspeed")} == {
+        name for name in registry.available_strategies() if name.startswith("deepspeed") and "nvme" not in name
+    }
+    assert "ddp" in runs and "ddp_spawn" in runs and "ddp_find_unused_parameters_true" in runs
+    assert {"ddp_fork", "ddp_notebook", "fsdp", "xla"} <= set(refused)
+    assert not [name for name in runs if "fork" in name or "notebook" in name or "xla" in name or "tpu" in name]
+
+
+@pytest.mark.parametrize("owner", ["Trainer", "Fabric"])
+def test_deepspeed_presets_keep_lightnings_zero_settings(owner: str, tmp_path: Any) -> None:
+    registry = REGISTRIES[owner]
+    hpu_cls = HPUDeepSpeedStrategy if owner == "Trainer" else FabricHPUDeepSpeedStrategy
+    presets = [name for name in registry.available_strategies() if name.startswith("deepspeed")]
+    assert len(presets) >= 7
+    for name in presets:
+        entry = registry[name]
+        extra = {"nvme_path": str(tmp_path)} if "nvme" in name else {}
+        lightning = entry["strategy"](**entry["init_params"], **extra)
+        if extra:  # a preset's settings plus a directory: an object, so build the twin the same way
+            settings = names.hpu_strategy_for(name, registry, lambda cls: issubclass(cls, HPU_HOOKS[owner]), owner)
+            assert settings is not None and settings[0] == "hpu_deepspeed"
+            with pytest.warns(UserWarning, match="NVMe offload with DeepSpeed ZeRO stage 3"):
+                strategy = _build(owner, hpu_cls(**settings[1], **extra), devices=1)
+        else:
+            strategy = _build(owner, name, devices=1)
+        assert type(strategy) is hpu_cls, name
+        assert strategy.config["zero_optimization"] == lightning.config["zero_optimization"], name
+    stage_3_offload = _build(owner, "deepspeed_stage_3_offload", devices=1).config["zero_optimization"]
+    assert stage_3_offload["stage"] == 3
+    assert stage_3_offload["offload_optimizer"]["device"] == stage_3_offload["offload_param"]["device"] == "cpu"
+    assert _build(owner, "deepspeed_stage_1", devices=1).config["zero_optimization"]["stage"] == 1
+
+
+@pytest.mark.parametrize("owner", ["Trainer", "Fabric"])
+def test_ddp_variants_keep_their_ddp_settings(owner: str) -> None:
+    registry = REGISTRIES[owner]
+    hpu_cls = HPUParallelStrategy if owner == "Trainer" else FabricHPUParallelStrategy
+    variants = [
+        name
+        for name in registry.available_strategies()
+        if issubclass(registry[name]["strategy"], (DDPStrategy, FabricDDPStrategy))
+        and registry[name]["init_params"].get("start_method") in ("popen", "spawn")
+    ]
+    assert {"ddp", "ddp_spawn", "ddp_find_unused_parameters_true"} <= set(variants)
+    for name in variants:
+        strategy = _build(owner, name, devices=2)
+        assert type(strategy) is hpu_cls, name
+        expected = {key: value for key, value in registry[name]["init_params"].items() if key != "start_method"}
+        assert strategy._ddp_kwargs == expected, name
+    if owner == "Trainer":
+        assert _build(owner, "ddp_spawn_find_unused_parameters_false", devices=2)._ddp_kwargs == {
+            "find_unused_parameters": False
+        }
+
+
+@pytest.mark.parametrize("owner", ["Trainer", "Fabric"])
+@pytest.mark.parametrize(
+    ("name", "use"), [("ddp_notebook", "hpu_parallel"), ("fsdp", "hpu_fsdp"), ("xla", "hpu_parallel")]
+)
+def test_unsupported_names_are_refused_at_construction(owner: str, name: str, use: str) -> None:
+    with pytest.raises(ValueError, match=rf"^`{owner}\(strategy='{name}'\)` cannot drive an HPU .* strategy='{use}'"):
+        _build(owner, name, devices=2)
+
+
+@pytest.mark.parametrize("owner", ["Trainer", "Fabric"])
+def test_a_name_a_new_lightning_registers_is_refused_or_mapped_by_its_family(owner: str) -> None:
+    registry = REGISTRIES[owner]
+    base = ParallelStrategy if owner == "Trainer" else FabricParallelStrategy
+    ddp = DDPStrategy if owner == "Trainer" else FabricDDPStrategy
+    new_family = type("NewAcceleratorStrategy", (base,), {})
+    registry.register("new_family", new_family)
+    registry.register("ddp_new_preset", ddp, find_unused_parameters=True, static_graph=True, start_method="popen")
+    try:
+        with pytest.raises(ValueError, match=r"'new_family'\)` cannot drive an HPU .*use strategy='hpu_parallel'"):
+            _build(owner, "new_family", devices=2)
+        strategy = _build(owner, "ddp_new_preset", devices=2)
+        assert isinstance(strategy, HPU_HOOKS[owner])
+        assert strategy._ddp_kwargs == {"find_unused_parameters": True, "static_graph": True}
+    finally:
+        registry.remove("new_family")
+        registry.remove("ddp_new_preset")
+
+
+def test_lightning_strategy_objects_are_refused_naming_the_hpu_twin() -> None:
+    from lightning.pytorch.strategies import DeepSpeedStrategy
+
+    with pytest.raises(ValueError, match=r"DeepSpeedStrategy\(\.\.\.\)\)` cannot drive an HPU .*'hpu_deepspeed'"):
+        _build("Trainer", DeepSpeedStrategy())
+    with pytest.raises(ValueError, match=r"DDPStrategy\(\.\.\.\)\)` cannot drive an HPU .*'hpu_parallel'"):
+        _build("Fabric", FabricDDPStrategy(), devices=2)
+
+
+def test_fabric_hpu_deepspeed_by_name_and_object() -> None:
+    assert type(_build("Fabric", "hpu_deepspeed_stage_3", devices=1)) is FabricHPUDeepSpeedStrategy
+    strategy = FabricHPUDeepSpeedStrategy(stage=1, parallel_devices=2)
+    with pytest.raises(ValueError, match=r"names 2 HPUs but the Fabric uses 1: pass `Fabric\(devices=2\)`"):
+        _build("Fabric", strategy, devices=1)
+
+
+def test_fabric_fast_ddp_refuses_ddp_arguments() -> None:
+    with pytest.raises(ValueError, match=r"fast_ddp=True\) does not use DistributedDataParallel, so bucket_cap_mb"):
+        FabricHPUParallelStrategy(fast_ddp=True, bucket_cap_mb=10)
+
+
+# --- profiler names ----------------------------------------------------------------------------------------------
+
+
+def test_profiler_hpu_gives_the_hpu_profiler_and_lightnings_names_still_work() -> None:
+    for name in ("hpu", "HPU"):
+        profiler = Trainer(accelerator="hpu", profiler=name, logger=False).profiler
+        assert type(profiler) is HPUProfiler
+    assert type(Trainer(accelerator="hpu", profiler="simple", logger=False).profiler) is SimpleProfiler
+    assert type(Trainer(accelerator="cpu", profiler="advanced", logger=False).profiler) is AdvancedProfiler
+    with pytest.raises(MisconfigurationException, match="it can only be one of"):
+        Trainer(accelerator="hpu", profiler="no-such-profiler", logger=False)
+
+
+# --- precision names ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("owner", ["Trainer", "Fabric"])
+@pytest.mark.parametrize("precision", ["transformer-engine", "transformer-engine-float16"])
+def test_transformer_engine_reaches_the_hpu_fp8_path(owner: str, precision: str, standin: Any) -> None:
+    with pytest.raises(HPUFeatureUnavailableError, match=r"^fp8 training needs the Intel Gaudi Transformer Engine"):
+        _build(owner, "auto", precision=precision)
+
+
+@pytest.mark.parametrize(
+    ("precision", "name", "outside"),
+    [("transformer-engine", "fp8", torch.bfloat16), ("transformer-engine-float16", "fp8-float16", torch.float16)],
+)
+def test_transformer_engine_means_hpu_fp8(
+    precision: str, name: str, outside: torch.dtype, standin: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    te: types.SimpleNamespace = make_fake_engine()
+    monkeypatch.setattr(standin, "transformer_engine", lambda: te)
+    trainer = Trainer(accelerator="hpu", precision=precision, logger=False)  # type: ignore[arg-type]
+    fabric = Fabric(accelerator="hpu", precision=precision)  # type: ignore[arg-type]
+    for plugin in (trainer.precision_plugin, fabric.strategy.precision):
+        assert isinstance(plugin, HPUPrecision) and plugin.precision == name
+        module = plugin.convert_module(torch.nn.Sequential(torch.nn.Linear(3, 2)))
+        assert isinstance(module[0], te.Linear)
+        with plugin.forward_context():
+            assert te.state["fp8_active"]
+            assert torch.get_autocast_dtype("cpu") == outside  # the stand-in's autocast device
+    assert isinstance(trainer.precision_plugin, HPUPrecisionPlugin)
+
+
+@pytest.mark.parametrize("owner", ["Trainer", "Fabric"])
+@pytest.mark.parametrize(
+    ("precision", "outside"), [("transformer-engine", "bf16-mixed"), ("transformer-engine-float16", "16-mixed")]
+)
+def test_transformer_engine_under_deepspeed_means_hpu_deepspeed_fp8(
+    owner: str, precision: str, outside: str, standin: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lightning_hpu import HPUDeepSpeedPrecisionPlugin
+    from lightning_hpu.fabric.deepspeed_precision import HPUDeepSpeedPrecision
+
+    te: types.SimpleNamespace = make_fake_engine()
+    monkeypatch.setattr(standin, "transformer_engine", lambda: te)
+    strategy = _build(owner, "deepspeed", precision=precision)
+    plugin = strategy.precision_plugin if owner == "Trainer" else strategy.precision
+    assert type(plugin) is (HPUDeepSpeedPrecisionPlugin if owner == "Trainer" else HPUDeepSpeedPrecision)
+    assert plugin.precision == outside, "DeepSpeed's own config: bf16 (or fp16) outside the engine's layers"
+    assert plugin.fp8 is not None and plugin.fp8.is_fp8
+    layer = torch.nn.Linear(3, 2)
+    module = plugin.convert_module(torch.nn.Sequential(layer))
+    assert isinstance(module[0], te.Linear) and module[0].weight is layer.weight
+    with plugin.forward_context():
+        assert te.state["fp8_active"]
+    assert te.log["autocast"][-1]["fp8_recipe"] is plugin.fp8.fp8_recipe

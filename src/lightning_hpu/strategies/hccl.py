@@ -9,7 +9,9 @@ own process group, takes only the collectives (:class:`HCCLCollectiveOps`):
 * a process group created without ``device_id`` (the HPU of a process is the unindexed ``hpu`` device, which
   ``init_process_group`` refuses as ``device_id``);
 * ``reduce``/``all_reduce``, ``all_gather`` and ``broadcast`` through :mod:`lightning_hpu.strategies.collectives`,
-  so no ``AVG`` reduce and no ``int64`` tensor ever reaches HCCL.
+  so no ``AVG`` reduce and no ``int64`` tensor ever reaches HCCL;
+* (Trainer) SIGTERM agreed on over a host-side group, with no device collective or host sync per training step
+  (:class:`~lightning_hpu.strategies.sigterm.SigtermAgreement`, part of :class:`HCCLCollectiveOps`).
 """
 
 from __future__ import annotations
@@ -26,10 +28,15 @@ from torch import Tensor
 from typing_extensions import override
 
 from lightning_hpu.strategies import collectives
+from lightning_hpu.strategies.sigterm import SigtermAgreement
 
 
-class HCCLCollectiveOps(ParallelStrategy):
-    """Trainer mixin: ``reduce``, ``all_gather`` and ``broadcast`` with the ops and dtypes HCCL runs."""
+class HCCLCollectiveOps(SigtermAgreement, ParallelStrategy):
+    """Trainer mixin: ``reduce``, ``all_gather`` and ``broadcast`` with the ops and dtypes HCCL runs.
+
+    It also brings :class:`SigtermAgreement`, so every HPU parallel strategy stops all ranks on SIGTERM without a
+    per-step device broadcast.
+    """
 
     @override
     def reduce(self, tensor: Tensor, group: Any | None = None, reduce_op: ReduceOp | str | None = "mean") -> Tensor:

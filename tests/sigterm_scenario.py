@@ -24,7 +24,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from step_counters import CountSteadySteps  # noqa: E402
+from step_counters import CountSteadySteps
 
 CHECKPOINT_EVERY = 10  # outside the counted window: saving formats its file name with `.item()`
 STEP_SECONDS = 0.05  # each step sleeps this long, so the run lasts until it is signalled

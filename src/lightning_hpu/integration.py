@@ -234,6 +234,7 @@ def _install_sigterm_agreement() -> None:
 
     Other strategies keep Lightning's behaviour.
     """
+
     def vote_each_batch(original: Callable[..., None]) -> Callable[..., None]:
         def wrapper(self: Any) -> None:
             strategy = _agreeing_strategy(self.trainer)

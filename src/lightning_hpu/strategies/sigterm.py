@@ -38,7 +38,7 @@ SIGTERM_EXIT_CODE = 128 + int(signal.SIGTERM)
 
 
 class HostFlagVote:
-    """"Did any rank raise its flag?", asked once per step over a host-side group, answered one step late.
+    """Asks "did any rank raise its flag?" once per step over a host-side group; answers one step late.
 
     :meth:`vote` starts an asynchronous ``MAX`` all-reduce of this rank's flag (one CPU ``int32``, allocated once)
     and returns the outcome of the vote started at the previous call. All ranks call :meth:`vote` the same number

@@ -12,6 +12,8 @@ per process,
 
 :class:`CountSteadySteps` turns counting on at the start of batch ``warmup`` and off ``steps`` batches later, so
 the window holds whole training batches (the loop's per-batch work at their start included) and no set-up.
+:class:`TensorAllocations` counts the aten ops that return a new tensor (not a view, not an in-place or ``out=``
+result) while it is active.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 from lightning.pytorch import Callback, LightningModule, Trainer
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from lightning_hpu.runtime import require_backend
 from lightning_hpu.runtime.standin.process_group import HCCLStandInProcessGroup
@@ -126,3 +129,21 @@ class CountSteadySteps(Callback):
             COUNTERS.stop()
             self.result = COUNTERS.per_step(self.steps)
         self._batches += 1
+
+
+class TensorAllocations(TorchDispatchMode):
+    """Counts aten ops that allocate a tensor for their result, by op name (``with TensorAllocations() as seen:``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: Counter[str] = Counter()
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        returns = func._schema.returns
+        if any(str(ret.type) in ("Tensor", "Tensor[]") and ret.alias_info is None for ret in returns):
+            self.ops[str(func)] += 1
+        return func(*args, **(kwargs or {}))
+
+    @property
+    def total(self) -> int:
+        return sum(self.ops.values())

@@ -15,7 +15,7 @@ from lightning.fabric.utilities.types import _DEVICE
 from typing_extensions import override
 
 from lightning_hpu.runtime import require_backend
-from lightning_hpu.strategies.hccl import FabricHCCLCollectivesHooks
+from lightning_hpu.strategies.hccl import FabricHCCLCollectivesHooks, with_gaudi_ddp_defaults
 from lightning_hpu.strategies.lazy_mode import FabricHPUStrategyHooks
 
 
@@ -48,7 +48,8 @@ class HPUParallelStrategy(FabricHPUStrategyHooks, FabricHCCLCollectivesHooks):
     """Fabric strategy for several HPUs and nodes: DDP over HCCL (``strategy="hpu_parallel"`` or ``"hpu_ddp"``).
 
     ``**kwargs`` go to ``DistributedDataParallel`` (``bucket_cap_mb``, ``gradient_as_bucket_view``,
-    ``static_graph``, ``find_unused_parameters``); see the Trainer's :class:`lightning_hpu.HPUParallelStrategy`.
+    ``static_graph``, ``find_unused_parameters``), with the same Gaudi defaults as the Trainer's
+    :class:`lightning_hpu.HPUParallelStrategy` (``bucket_cap_mb=230``, ``gradient_as_bucket_view=True``).
     """
 
     strategy_name = "hpu_parallel"
@@ -73,7 +74,7 @@ class HPUParallelStrategy(FabricHPUStrategyHooks, FabricHCCLCollectivesHooks):
             process_group_backend=process_group_backend,
             timeout=timeout,
             start_method="popen",
-            **kwargs,
+            **with_gaudi_ddp_defaults(kwargs),
         )
 
     @classmethod

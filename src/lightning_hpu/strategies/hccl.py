@@ -16,6 +16,7 @@ own process group, takes only the collectives (:class:`HCCLCollectiveOps`):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from lightning.fabric.strategies import DDPStrategy as FabricDDPStrategy
@@ -29,6 +30,15 @@ from typing_extensions import override
 
 from lightning_hpu.strategies import collectives
 from lightning_hpu.strategies.sigterm import SigtermAgreement
+
+#: ``DistributedDataParallel`` arguments as optimum-habana sets them on Gaudi (``GaudiTrainingArguments``'s
+#: ``ddp_bucket_cap_mb`` default, and ``gradient_as_bucket_view=True`` whenever it runs on HPU).
+GAUDI_DDP_DEFAULTS: Mapping[str, Any] = {"bucket_cap_mb": 230, "gradient_as_bucket_view": True}
+
+
+def with_gaudi_ddp_defaults(ddp_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """``ddp_kwargs`` with :data:`GAUDI_DDP_DEFAULTS` for the arguments not given; a value given always wins."""
+    return {**GAUDI_DDP_DEFAULTS, **ddp_kwargs}
 
 
 class HCCLCollectiveOps(SigtermAgreement, ParallelStrategy):

@@ -3,9 +3,10 @@
 Each strategy trains a small model whose ``training_step`` calls ``self.log("loss", loss)``; the counters of
 ``step_counters.py`` watch 6 steady steps on every rank. Lightning's own ``ddp`` on the CPU is run too, as the
 baseline: it broadcasts a SIGTERM flag and reads it back with ``.item()`` every step. Under the HPU strategies the
-only device collective left is the gradient reduction (DDP's bucket all-reduce, fast DDP's flat all-reduce; none
-in a ZeRO-1 step on DeepSpeed's CPU stand-in path, which reduces inside its optimizer step), and SIGTERM is agreed on
-by one asynchronous vote on a host-side gloo group.
+loop adds no host sync and no device collective: what is left is the gradient reduction (DDP's bucket all-reduce,
+fast DDP's flat all-reduce) and, under DeepSpeed, what its ZeRO optimizer step does by itself (gradient
+all-reduces, the all-gather of the updated partitions, and ``bool()`` of its gradient-norm overflow check). SIGTERM
+is agreed on by one asynchronous vote per step on a host-side gloo group.
 
     LIGHTNING_HPU_BACKEND=cpu python benchmarks/step_syncs.py
 """

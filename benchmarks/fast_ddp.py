@@ -10,7 +10,7 @@ in turn (so machine load hits all of them alike), and prints the median per step
 
 CPU time is the process's (all threads, the collective's included) on rank 0; allocations are aten ops that
 return a new tensor, counted over whole steps after the timed ones. It also times the two ways fast DDP can fill
-its buffer (one ``mul(out=)`` per gradient, or ``_foreach_copy_`` then one scale) on this model and on 320 small
+its buffer (one ``div(out=)`` per gradient, or ``_foreach_copy_`` then one division) on this model and on 320 small
 tensors, which is how ``lightning_hpu.strategies.flat_gradients`` chooses between them.
 
     LIGHTNING_HPU_BACKEND=cpu LIGHTNING_HPU_CPU_DEVICES=2 python benchmarks/fast_ddp.py
@@ -103,18 +103,18 @@ def fit(strategy_kwargs: dict[str, Any], warmup: int, steps: int) -> StepClock:
 
 
 def time_packing(shapes: list[tuple[int, ...]], repeats: int = 100) -> tuple[float, float]:
-    """Microseconds to fill a flat buffer with scaled gradients: one ``mul(out=)`` each, or two fused calls."""
+    """Microseconds to fill a flat buffer with divided gradients: one ``div(out=)`` each, or two fused calls."""
     grads = [torch.randn(shape) for shape in shapes]
     flat = torch.empty(sum(g.numel() for g in grads))
     slices = [piece.view(g.shape) for piece, g in zip(flat.split([g.numel() for g in grads]), grads, strict=True)]
 
     def one_pass() -> None:
         for grad, piece in zip(grads, slices, strict=True):
-            torch.mul(grad, 0.5, out=piece)
+            torch.div(grad, 2, out=piece)
 
     def fused() -> None:
         torch._foreach_copy_(slices, grads)
-        flat.mul_(0.5)
+        flat.div_(2)
 
     times = []
     for fill in (one_pass, fused):
@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> None:
             f"{name:<26} {cpu * 1e3:>12.2f} {cpu / base:>6.2f}x {wall * 1e3:>13.2f} {wall / base_wall:>6.2f}x"
             f" {allocs:>12.1f}"
         )
-    print("filling the flat buffer (us):   one mul(out=) per gradient | _foreach_copy_ + one scale")
+    print("filling the flat buffer (us):   one div(out=) per gradient | _foreach_copy_ + one division")
     model_shapes: list[tuple[int, ...]] = [p.shape for p in MLP().parameters()]
     small_shapes: list[tuple[int, ...]] = [(64, 64), (64,)] * 160
     for label, shapes in (("this model (4 tensors)", model_shapes), ("320 small tensors", small_shapes)):

@@ -2,8 +2,9 @@
 
 What it does each optimizer step, for each dtype of the trainable parameters:
 
-1. write every gradient, multiplied by ``1 / world_size``, into its slice of a flat buffer allocated once (a
-   parameter without a gradient writes zeros, so every process sends the same layout);
+1. write every gradient, divided by the world size, into its slice of a flat buffer allocated once (a parameter
+   without a gradient writes zeros, so every process sends the same layout); dividing before the sum, as DDP does,
+   gives DDP's numbers bit for bit;
 2. sum the buffer across processes with one all-reduce (``SUM``: HCCL has no ``AVG``; scaling first keeps
    half-precision sums from overflowing);
 3. make each parameter's ``.grad`` its slice of the buffer (a view, so nothing is copied back). With a wire dtype
@@ -11,8 +12,8 @@ What it does each optimizer step, for each dtype of the trainable parameters:
    cast to their dtype.
 
 A gradient that already is its slice (``zero_grad(set_to_none=False)`` keeps it, and autograd then accumulates into
-it in place) is scaled where it lies. Step 1 takes one pass per gradient (``torch.mul(..., out=slice)``) when the
-tensors are large, and two fused calls for all of them (``_foreach_copy_`` and one in-place scale of the buffer)
+it in place) is divided where it lies. Step 1 takes one pass per gradient (``torch.div(..., out=slice)``) when the
+tensors are large, and two fused calls for all of them (``_foreach_copy_`` and one in-place division of the buffer)
 when they are many and small: ``benchmarks/fast_ddp.py`` measured which is faster where.
 """
 
@@ -55,21 +56,21 @@ class _Bucket:
         self.slices_are_gradients = wire_dtype == first.dtype
         self.fused_pack = self.flat.numel() < _FUSED_PACK_BELOW_NUMEL * len(parameters)
 
-    def pack_scaled_(self, scale: float) -> None:
-        """Write every gradient times ``scale`` into the buffer (zeros for a parameter without one)."""
+    def pack_divided_(self, divisor: int) -> None:
+        """Write every gradient divided by ``divisor`` into the buffer (zeros for a parameter without one)."""
         grads = [p.grad for p in self.parameters]
         fresh = [grad for grad, piece in zip(grads, self.slices, strict=True) if grad is not None and grad is not piece]
         if self.fused_pack and len(fresh) == len(grads):
             torch._foreach_copy_(self.slices, fresh)
-            self.flat.mul_(scale)
+            self.flat.div_(divisor)
             return
         for grad, piece in zip(grads, self.slices, strict=True):
             if grad is None:
                 piece.zero_()
             elif grad is piece:
-                piece.mul_(scale)
+                piece.div_(divisor)
             else:
-                torch.mul(grad, scale, out=piece)
+                torch.div(grad, divisor, out=piece)
 
     def unpack_(self) -> None:
         """Hand the reduced buffer to the parameters: as their gradients, or copied (and cast) into them."""
@@ -118,9 +119,9 @@ def all_reduce_gradients_(gradients: FlatGradients, group: Any | None = None) ->
     if not _distributed_is_initialized() or not gradients.buckets:
         return 0
     group = dist.group.WORLD if group is None else group
-    scale = 1.0 / dist.get_world_size(group)
+    world_size = dist.get_world_size(group)
     for bucket in gradients.buckets:
-        bucket.pack_scaled_(scale)
+        bucket.pack_divided_(world_size)
         dist.all_reduce(bucket.flat, op=ReduceOp.SUM, group=group)
         bucket.unpack_()
     return len(gradients.buckets)

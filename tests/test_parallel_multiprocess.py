@@ -66,6 +66,8 @@ def _check_rank(report: dict[str, Any]) -> None:
     for name in ("fast", "fast_accumulate"):
         assert not report[name]["wrapped"]
         assert report[name]["gradient_reduces"] == STEPS, "one gradient all-reduce per optimizer step"
+    # Fast DDP divides before summing, as DDP does: in fp32 the weights are DDP's, bit for bit.
+    assert report["fast"]["weights"] == report["ddp"]["weights"]
     bf16_wire = report["fast_bf16_wire"]
     assert bf16_wire["max_diff_between_ranks"] == 0.0
     assert 0.0 < bf16_wire["max_diff_to_reference"] < 1e-2, "bf16 on the wire rounds, and only a little"

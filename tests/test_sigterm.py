@@ -79,6 +79,7 @@ def test_sigterm_to_one_rank_or_all_ranks_stops_every_rank(tmp_path: Path) -> No
             if proc.poll() is None:
                 proc.kill()
 
+    print(f"all ranks stopped {stopped_after:.1f} s after SIGTERM")
     assert stopped_after < STOP_WITHIN_S, f"the ranks stopped {stopped_after:.1f} s after SIGTERM\n{logs()}"
     for name in RUNS:
         assert codes[name] != 0, f"{name}: the launching process exited 0 although the run did not finish"

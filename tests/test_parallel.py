@@ -154,7 +154,9 @@ def test_fast_ddp_reduce_dtype_sends_bf16_and_casts_back(two_ranks_flat: list[An
     weight = torch.nn.Parameter(torch.zeros(3))
     weight.grad = torch.tensor([1.0, 0.5, 3.0])
     gradients = FlatGradients([weight], reduce_dtype=torch.bfloat16)
-    all_reduce_gradients_(gradients)
+    with TensorAllocations() as allocations:
+        all_reduce_gradients_(gradients)
+    assert allocations.total == 0, allocations.ops
     assert two_ranks_flat == [("all_reduce", ReduceOp.SUM, torch.bfloat16)]
     assert weight.grad.dtype == torch.float32 and weight.grad.tolist() == [1.0, 0.5, 3.0]
 

@@ -262,6 +262,9 @@ def main() -> None:
     results["ddp_accumulate"] = fit(devices, num_nodes, accumulate=2, clip=None)
     results["fast"] = fit(devices, num_nodes, accumulate=1, clip=CLIP, fast_ddp=True)
     results["fast_accumulate"] = fit(devices, num_nodes, accumulate=3, clip=CLIP, fast_ddp=True)
+    results["fast_bf16_wire"] = fit(
+        devices, num_nodes, accumulate=1, clip=None, fast_ddp=True, reduce_dtype=torch.bfloat16
+    )
     results["collectives"] = collectives_checks(results["fast_accumulate"]["strategy"])
     results["fabric"] = fabric_checks(devices, num_nodes)
     results["python_collectives"] = sorted(SEEN)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,8 +18,12 @@ from lightning_hpu import HPUParallelStrategy
 from lightning_hpu.fabric.strategies import HPUParallelStrategy as FabricHPUParallelStrategy
 from lightning_hpu.runtime import get_backend, reset_backend
 from lightning_hpu.runtime.standin.process_group import register_hccl_standin_backend
-from lightning_hpu.strategies import collectives
+from lightning_hpu.strategies import collectives, flat_gradients
 from lightning_hpu.strategies.collectives import hccl_reduce_op
+from lightning_hpu.strategies.flat_gradients import FlatGradients, all_reduce_gradients_
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from step_counters import TensorAllocations
 
 
 def _trainer(**kwargs: Any) -> Trainer:
@@ -133,20 +139,68 @@ def test_int64_beyond_int32_is_refused_where_the_device_holds_int32(
     assert edge.tolist() == [-(2**31), 2**31 - 1]
 
 
-def test_fast_ddp_reduces_each_dtype_once_pre_scaled(two_ranks: list[Any]) -> None:
+@pytest.fixture
+def two_ranks_flat(two_ranks: list[Any], monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    monkeypatch.setattr(flat_gradients, "_distributed_is_initialized", lambda: True)
+    return two_ranks
+
+
+def test_fast_ddp_reduces_each_dtype_once_pre_scaled(two_ranks_flat: list[Any]) -> None:
     weight = torch.nn.Parameter(torch.ones(2, 3))
     bias = torch.nn.Parameter(torch.ones(3))
     half = torch.nn.Parameter(torch.ones(4, dtype=torch.bfloat16))
     unused = torch.nn.Parameter(torch.ones(5))
     frozen = torch.nn.Parameter(torch.ones(1), requires_grad=False)
     weight.grad, bias.grad, half.grad = torch.full((2, 3), 4.0), torch.full((3,), 2.0), torch.full((4,), 8.0).bfloat16()
-    count = collectives.all_reduce_gradients_([weight, bias, half, unused, frozen])
+    gradients = FlatGradients([weight, bias, half, unused, frozen])
+    count = all_reduce_gradients_(gradients)
     assert count == 2
-    assert [call[:2] for call in two_ranks] == [("all_reduce", ReduceOp.SUM)] * 2
+    assert [call[:2] for call in two_ranks_flat] == [("all_reduce", ReduceOp.SUM)] * 2
     # Pre-scaled by 1/2, then summed with an equal peer: the mean is the local gradient.
     assert weight.grad.eq(4.0).all() and bias.grad.eq(2.0).all() and half.grad.eq(8.0).all()
     assert unused.grad is not None and unused.grad.eq(0).all()
     assert frozen.grad is None
+
+
+def _in(buffer: torch.Tensor, tensor: torch.Tensor) -> bool:
+    start = buffer.data_ptr()
+    return start <= tensor.data_ptr() < start + buffer.numel() * buffer.element_size()
+
+
+@pytest.mark.parametrize("parameter_count", [2, 300], ids=["few-large", "many-small"])
+def test_fast_ddp_buffers_persist_gradients_are_views_and_a_step_allocates_nothing(
+    two_ranks_flat: list[Any], parameter_count: int
+) -> None:
+    size = 2**17 if parameter_count == 2 else 8
+    parameters = [torch.nn.Parameter(torch.zeros(size)) for _ in range(parameter_count)]
+    gradients = FlatGradients(parameters)
+    (bucket,) = gradients.buckets
+    buffer = bucket.flat.data_ptr()
+    for step in range(1, 4):
+        if step == 2:  # ``zero_grad(set_to_none=False)``: the gradients stay slices of the buffer
+            for parameter in parameters:
+                parameter.grad.fill_(1.0)  # type: ignore[union-attr]
+        else:  # ``zero_grad()``: autograd gives fresh gradients
+            for index, parameter in enumerate(parameters):
+                parameter.grad = torch.full((size,), float(index + step))
+        with TensorAllocations() as allocations:
+            all_reduce_gradients_(gradients)
+        assert allocations.total == 0, allocations.ops
+        assert bucket.flat.data_ptr() == buffer, "the flat buffer is allocated once"
+        assert all(_in(bucket.flat, parameter.grad) for parameter in parameters)  # type: ignore[arg-type]
+        expected = [1.0] * parameter_count if step == 2 else [float(index + step) for index in range(parameter_count)]
+        assert [parameter.grad[0].item() for parameter in parameters] == expected  # type: ignore[index]
+
+
+def test_fast_ddp_reduce_dtype_sends_bf16_and_casts_back(two_ranks_flat: list[Any]) -> None:
+    weight = torch.nn.Parameter(torch.zeros(3))
+    weight.grad = torch.tensor([1.0, 0.5, 3.0])
+    gradients = FlatGradients([weight], reduce_dtype=torch.bfloat16)
+    with TensorAllocations() as allocations:
+        all_reduce_gradients_(gradients)
+    assert allocations.total == 0, allocations.ops
+    assert two_ranks_flat == [("all_reduce", ReduceOp.SUM, torch.bfloat16)]
+    assert weight.grad.dtype == torch.float32 and weight.grad.tolist() == [1.0, 0.5, 3.0]
 
 
 def test_module_states_broadcast_casts_int64_in_lazy_mode(lazy_standin: Any, two_ranks: list[Any]) -> None:
@@ -207,9 +261,26 @@ def test_fast_ddp_by_name(two_standin_devices: None) -> None:
 
 
 def test_ddp_knobs_reach_distributed_data_parallel() -> None:
-    strategy = HPUParallelStrategy(bucket_cap_mb=100, gradient_as_bucket_view=True, static_graph=True)
-    assert strategy._ddp_kwargs == {"bucket_cap_mb": 100, "gradient_as_bucket_view": True, "static_graph": True}
+    strategy = HPUParallelStrategy(bucket_cap_mb=100, gradient_as_bucket_view=False, static_graph=True)
+    assert strategy._ddp_kwargs == {"bucket_cap_mb": 100, "gradient_as_bucket_view": False, "static_graph": True}
     assert strategy.determine_ddp_device_ids() is None
+
+
+@pytest.mark.parametrize("strategy_cls", [HPUParallelStrategy, FabricHPUParallelStrategy])
+def test_ddp_gets_gaudi_defaults_unless_given(strategy_cls: type) -> None:
+    assert strategy_cls()._ddp_kwargs == {"bucket_cap_mb": 230, "gradient_as_bucket_view": True}
+    assert strategy_cls(bucket_cap_mb=50)._ddp_kwargs == {"bucket_cap_mb": 50, "gradient_as_bucket_view": True}
+    given = strategy_cls(gradient_as_bucket_view=False)._ddp_kwargs
+    assert given == {"bucket_cap_mb": 230, "gradient_as_bucket_view": False}
+
+
+def test_fast_ddp_takes_no_ddp_defaults_and_checks_reduce_dtype() -> None:
+    assert HPUParallelStrategy(fast_ddp=True)._ddp_kwargs == {}
+    assert HPUParallelStrategy(fast_ddp=True, reduce_dtype=torch.bfloat16).reduce_dtype == torch.bfloat16
+    with pytest.raises(ValueError, match=r"reduce_dtype=.*fast_ddp=True"):
+        HPUParallelStrategy(reduce_dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match=r"reduce_dtype=torch.float16"):
+        HPUParallelStrategy(fast_ddp=True, reduce_dtype=torch.float16)
 
 
 @pytest.mark.parametrize(

@@ -71,6 +71,14 @@ def _check_rank(report: dict[str, Any], module: int, lazy: bool) -> None:
     for name in ("fast", "fast_accumulate"):
         assert not report[name]["wrapped"]
         assert report[name]["gradient_reduces"] == STEPS, "one gradient all-reduce per optimizer step"
+    # Fast DDP divides before summing, as DDP does: in fp32 the weights are DDP's, bit for bit.
+    assert report["fast"]["weights"] == report["ddp"]["weights"]
+    bf16_wire = report["fast_bf16_wire"]
+    assert bf16_wire["max_diff_between_ranks"] == 0.0
+    assert 0.0 < bf16_wire["max_diff_to_reference"] < 1e-2, "bf16 on the wire rounds, and only a little"
+    assert ("lightning_hpu.strategies.flat_gradients", "all_reduce", "RedOpType.SUM", "torch.bfloat16") in {
+        tuple(entry) for entry in report["python_collectives"]
+    }
 
     collectives = report["collectives"]
     assert collectives["broadcast"] == {"from": 1, "payload": [0, 1, 2]}
@@ -137,7 +145,7 @@ def test_two_devices_and_two_nodes(tmp_path: Path) -> None:
 
 @pytest.mark.multiprocess
 def test_multi_hpu_example_runs_on_two_standin_devices() -> None:
-    arguments = ["--devices", "2", "--max-steps", "2", "--fast-ddp", "--accumulate", "2"]
+    arguments = ["--devices", "2", "--max-steps", "2", "--fast-ddp", "--bf16-wire", "--accumulate", "2"]
     result = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "multi_hpu.py"), *arguments],
         env=_env(2),

@@ -25,6 +25,7 @@ from lightning_hpu.fabric.deepspeed import HPUDeepSpeedStrategy as FabricHPUDeep
 from lightning_hpu.fabric.precision import HPUPrecision
 from lightning_hpu.fabric.strategies import HPUParallelStrategy as FabricHPUParallelStrategy
 from lightning_hpu.runtime import HPUFeatureUnavailableError, reset_backend, settings
+from lightning_hpu.strategies.hccl import GAUDI_DDP_DEFAULTS
 from lightning_hpu.strategies.lazy_mode import FabricHPUStrategyHooks, HPUStrategyHooks
 from tests.test_fp8 import make_fake_engine
 
@@ -143,10 +144,11 @@ def test_ddp_variants_keep_their_ddp_settings(owner: str) -> None:
         strategy = _build(owner, name, devices=2)
         assert type(strategy) is hpu_cls, name
         expected = {key: value for key, value in registry[name]["init_params"].items() if key != "start_method"}
-        assert strategy._ddp_kwargs == expected, name
+        assert strategy._ddp_kwargs == {**GAUDI_DDP_DEFAULTS, **expected}, name
     if owner == "Trainer":
         assert _build(owner, "ddp_spawn_find_unused_parameters_false", devices=2)._ddp_kwargs == {
-            "find_unused_parameters": False
+            **GAUDI_DDP_DEFAULTS,
+            "find_unused_parameters": False,
         }
 
 
@@ -172,7 +174,7 @@ def test_a_name_a_new_lightning_registers_is_refused_or_mapped_by_its_family(own
             _build(owner, "new_family", devices=2)
         strategy = _build(owner, "ddp_new_preset", devices=2)
         assert isinstance(strategy, HPU_HOOKS[owner])
-        assert strategy._ddp_kwargs == {"find_unused_parameters": True, "static_graph": True}
+        assert strategy._ddp_kwargs == {**GAUDI_DDP_DEFAULTS, "find_unused_parameters": True, "static_graph": True}
     finally:
         registry.remove("new_family")
         registry.remove("ddp_new_preset")

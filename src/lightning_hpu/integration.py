@@ -10,7 +10,10 @@ and would pick CUDA mixed precision. :func:`install` wraps a few private methods
   Lightning strategy name maps to its HPU twin with the name's preset settings or is refused naming the HPU
   strategy to use (the tables are in :mod:`lightning_hpu.names`), and a non-HPU strategy object is refused;
 * the precision plugin is the HPU one (with DeepSpeed, the HPU DeepSpeed precision, which adds fp8);
-* ``Trainer(profiler="hpu")`` builds an :class:`~lightning_hpu.HPUProfiler` (Lightning's profiler names still work).
+* ``Trainer(profiler="hpu")`` builds an :class:`~lightning_hpu.HPUProfiler` (Lightning's profiler names still work);
+* under the HPU parallel strategies (:class:`~lightning_hpu.strategies.sigterm.SigtermAgreement`), SIGTERM is
+  agreed on over a host-side group instead of Lightning's per-batch device broadcast and ``.item()``, and the
+  signal handler runs no collective.
 
 The wrapped methods are checked to exist before anything is patched, so a Lightning release that moves them
 fails at import with a message instead of misbehaving.
@@ -28,16 +31,21 @@ from lightning.fabric.connector import _Connector
 from lightning.fabric.strategies import STRATEGY_REGISTRY as FABRIC_STRATEGY_REGISTRY
 from lightning.fabric.strategies import DeepSpeedStrategy as FabricDeepSpeedStrategy
 from lightning.fabric.strategies import Strategy as FabricStrategy
+from lightning.pytorch.loops.training_epoch_loop import _TrainingEpochLoop
 from lightning.pytorch.profilers import Profiler
 from lightning.pytorch.strategies import DeepSpeedStrategy, Strategy, StrategyRegistry
 from lightning.pytorch.trainer import setup as trainer_setup
 from lightning.pytorch.trainer.connectors.accelerator_connector import _AcceleratorConnector
+from lightning.pytorch.trainer.connectors.signal_connector import _SignalConnector
+from lightning.pytorch.trainer.states import TrainerFn
+from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from lightning_hpu import names
 from lightning_hpu.devices import check_devices_syntax
 from lightning_hpu.fabric.accelerator import HPUAccelerator as FabricHPUAccelerator
 from lightning_hpu.runtime import hpu_available, require_backend
 from lightning_hpu.strategies.lazy_mode import FabricHPUStrategyHooks, HPUStrategyHooks
+from lightning_hpu.strategies.sigterm import SIGTERM_EXIT_CODE, SigtermAgreement
 
 #: Lightning releases whose connector internals this module was written and tested against.
 TESTED_LIGHTNING = ("2.6",)
@@ -52,6 +60,12 @@ _PATCHED_METHODS = (
     "_check_and_init_precision",
 )
 
+#: Lightning's SIGTERM agreement: the loop's per-batch broadcast and the signal handler (class, method).
+_SIGTERM_METHODS = (
+    (_TrainingEpochLoop, "_broadcast_sigterm_tensor"),
+    (_SignalConnector, "_sigterm_notifier_fn"),
+)
+
 _MARKER = "__lightning_hpu_wrapped__"
 
 
@@ -64,14 +78,18 @@ def is_hpu(accelerator_flag: Any) -> bool:
     return accelerator_flag == "hpu" or isinstance(accelerator_flag, FabricHPUAccelerator)
 
 
-def _check_connector(connector_cls: type) -> None:
-    missing = [name for name in _PATCHED_METHODS if not callable(getattr(connector_cls, name, None))]
+def _check_methods(owner: type, names: tuple[str, ...]) -> None:
+    missing = [name for name in names if not callable(getattr(owner, name, None))]
     if missing:
         raise LightningIntegrationError(
-            f"lightning-hpu cannot integrate with Lightning {lightning.__version__}: {connector_cls.__name__} lacks"
+            f"lightning-hpu cannot integrate with Lightning {lightning.__version__}: {owner.__name__} lacks"
             f" {', '.join(missing)} (tested with Lightning {', '.join(TESTED_LIGHTNING)}); install a tested"
             " Lightning release or a newer lightning-hpu."
         )
+
+
+def _check_connector(connector_cls: type) -> None:
+    _check_methods(connector_cls, _PATCHED_METHODS)
 
 
 def _wrap(connector_cls: type, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
@@ -217,6 +235,54 @@ def _install_profiler_names() -> None:
     trainer_setup._init_profiler = init_profiler
 
 
+def _agreeing_strategy(trainer: Any) -> SigtermAgreement | None:
+    """The trainer's strategy when it agrees on SIGTERM on the host and several processes run, else ``None``."""
+    strategy = trainer.strategy
+    if isinstance(strategy, SigtermAgreement) and strategy.world_size > 1:
+        return strategy
+    return None
+
+
+def _install_sigterm_agreement() -> None:
+    """Send Lightning's SIGTERM agreement to :class:`SigtermAgreement` for the strategies that mix it in.
+
+    * ``_TrainingEpochLoop._broadcast_sigterm_tensor`` (a device broadcast and ``.item()`` per training batch)
+      becomes a host-side vote; when the ranks agree, Lightning's ``received_sigterm`` is set on every rank and
+      ``SIGTERMException`` is raised with a non-zero exit status.
+    * ``_SignalConnector._sigterm_notifier_fn`` (the SIGTERM handler, which broadcasts) only records the signal.
+      Outside ``fit`` there is no training batch to vote at, so the evaluation loops stop on the local flag.
+
+    Other strategies keep Lightning's behaviour.
+    """
+
+    def vote_each_batch(original: Callable[..., None]) -> Callable[..., None]:
+        def wrapper(self: Any) -> None:
+            strategy = _agreeing_strategy(self.trainer)
+            if strategy is None:
+                original(self)
+                return
+            if strategy.any_rank_signalled():
+                self.trainer._signal_connector.received_sigterm = True
+                raise SIGTERMException(SIGTERM_EXIT_CODE)
+
+        return wrapper
+
+    def record_signal(original: Callable[..., None]) -> Callable[..., None]:
+        def wrapper(self: Any, signum: Any, frame: Any) -> None:
+            strategy = _agreeing_strategy(self.trainer)
+            if strategy is None:
+                original(self, signum, frame)
+                return
+            strategy.record_sigterm(signum)
+            if self.trainer.state.fn != TrainerFn.FITTING:
+                self.received_sigterm = True
+
+        return wrapper
+
+    _wrap(_TrainingEpochLoop, "_broadcast_sigterm_tensor", vote_each_batch)
+    _wrap(_SignalConnector, "_sigterm_notifier_fn", record_signal)
+
+
 def is_installed() -> bool:
     """Whether the connectors already carry the HPU wrappers."""
     return hasattr(_AcceleratorConnector._choose_strategy, _MARKER)
@@ -233,6 +299,9 @@ def install() -> None:
             f"lightning-hpu cannot integrate with Lightning {lightning.__version__}: lightning.pytorch.trainer.setup"
             f" lacks _init_profiler (tested with Lightning {', '.join(TESTED_LIGHTNING)}); install a tested release."
         )
+    for owner, name in _SIGTERM_METHODS:
+        _check_methods(owner, (name,))
     _install_on(_AcceleratorConnector, fabric=False)
     _install_on(_Connector, fabric=True)
     _install_profiler_names()
+    _install_sigterm_agreement()

@@ -21,10 +21,10 @@ from torch.optim import Optimizer
 from typing_extensions import override
 
 from lightning_hpu.runtime import require_backend
-from lightning_hpu.strategies.collectives import all_reduce_gradients_, broadcast_module_states_
-from lightning_hpu.strategies.hccl import FabricHCCLCollectivesHooks
+from lightning_hpu.strategies.collectives import broadcast_module_states_
+from lightning_hpu.strategies.flat_gradients import OptimizerGradients, all_reduce_gradients_
+from lightning_hpu.strategies.hccl import FabricHCCLCollectivesHooks, with_gaudi_ddp_defaults
 from lightning_hpu.strategies.lazy_mode import FabricHPUStrategyHooks
-from lightning_hpu.strategies.parallel import _unique_parameters
 
 
 class SingleHPUStrategy(FabricHPUStrategyHooks, SingleDeviceStrategy):
@@ -75,7 +75,8 @@ class HPUParallelStrategy(FabricHPUStrategyHooks, FabricHCCLCollectivesHooks):
     """Fabric strategy for several HPUs and nodes: DDP over HCCL (``strategy="hpu_parallel"`` or ``"hpu_ddp"``).
 
     ``**kwargs`` go to ``DistributedDataParallel`` (``bucket_cap_mb``, ``gradient_as_bucket_view``,
-    ``static_graph``, ``find_unused_parameters``); see the Trainer's :class:`lightning_hpu.HPUParallelStrategy`.
+    ``static_graph``, ``find_unused_parameters``), with the same Gaudi defaults as the Trainer's
+    :class:`lightning_hpu.HPUParallelStrategy` (``bucket_cap_mb=230``, ``gradient_as_bucket_view=True``).
 
     Args:
         fast_ddp: (``strategy="hpu_fast_ddp"``) do not wrap the model in ``DistributedDataParallel``: ``fabric.setup``
@@ -112,7 +113,7 @@ class HPUParallelStrategy(FabricHPUStrategyHooks, FabricHCCLCollectivesHooks):
             process_group_backend=process_group_backend,
             timeout=timeout,
             start_method="popen",
-            **kwargs,
+            **with_gaudi_ddp_defaults(kwargs),
         )
         self.fast_ddp = fast_ddp
         self._fast_sync = _FastDDPBackwardSyncControl()
@@ -120,6 +121,7 @@ class HPUParallelStrategy(FabricHPUStrategyHooks, FabricHCCLCollectivesHooks):
             self._backward_sync_control = self._fast_sync
         #: Whether a backward ran since the gradients were last reduced (fast DDP).
         self._gradients_pending = False
+        self._flat_gradients = OptimizerGradients()
 
     @override
     def setup_module(self, module: Module) -> Module:  # type: ignore[override]  # fast DDP does not wrap in DDP
@@ -127,6 +129,11 @@ class HPUParallelStrategy(FabricHPUStrategyHooks, FabricHCCLCollectivesHooks):
             return super().setup_module(module)
         broadcast_module_states_(module, src=0)
         return module
+
+    @override
+    def teardown(self) -> None:
+        self._flat_gradients.clear()
+        super().teardown()
 
     @override
     def backward(self, tensor: Tensor, module: Module | None, *args: Any, **kwargs: Any) -> None:
@@ -137,7 +144,7 @@ class HPUParallelStrategy(FabricHPUStrategyHooks, FabricHCCLCollectivesHooks):
         """Fast DDP: average the pending gradients of ``optimizer``'s parameters over all processes, once."""
         if not self._gradients_pending or self._fast_sync.blocked:
             return
-        all_reduce_gradients_(_unique_parameters(optimizer))
+        all_reduce_gradients_(self._flat_gradients.of(optimizer))
         self._gradients_pending = False
 
     @override

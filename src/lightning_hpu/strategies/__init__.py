@@ -4,6 +4,7 @@ from lightning_hpu.strategies.deepspeed import HPUDeepSpeedStrategy
 from lightning_hpu.strategies.hccl import FabricHCCLCollectivesHooks, HCCLCollectivesHooks
 from lightning_hpu.strategies.lazy_mode import HPUStrategyHooks, mark_step
 from lightning_hpu.strategies.parallel import HPUParallelStrategy
+from lightning_hpu.strategies.sigterm import SigtermAgreement
 from lightning_hpu.strategies.single import SingleHPUStrategy
 
 __all__ = [
@@ -12,6 +13,7 @@ __all__ = [
     "HPUDeepSpeedStrategy",
     "HPUParallelStrategy",
     "HPUStrategyHooks",
+    "SigtermAgreement",
     "SingleHPUStrategy",
     "mark_step",
 ]

@@ -191,30 +191,3 @@ def broadcast_tensors_(tensors: Iterable[Tensor], src: int = 0, group: Any | Non
 def broadcast_module_states_(module: torch.nn.Module, src: int = 0, group: Any | None = None) -> None:
     """Give every replica the parameters and buffers of global rank ``src`` (what DDP does when it wraps)."""
     broadcast_tensors_([*module.parameters(), *module.buffers()], src=src, group=group)
-
-
-@torch.no_grad()
-def all_reduce_gradients_(parameters: Iterable[torch.nn.Parameter], group: Any | None = None) -> int:
-    """Average the gradients of ``parameters`` over ``group`` with one fused ``SUM`` per dtype; return the count.
-
-    Each dtype's gradients are packed into one flat buffer, pre-scaled by ``1 / world_size`` (so half-precision
-    sums do not overflow), summed across processes, and copied back. A trainable parameter without a gradient
-    contributes zeros and receives the reduced gradient, so every process sends the same layout.
-    """
-    trainable = [parameter for parameter in parameters if parameter.requires_grad]
-    if not _distributed_is_initialized() or not trainable:
-        return 0
-    group = dist.group.WORLD if group is None else group
-    scale = 1.0 / dist.get_world_size(group)
-    for parameter in trainable:
-        if parameter.grad is None:
-            parameter.grad = torch.zeros_like(parameter)
-    grads = [parameter.grad for parameter in trainable if parameter.grad is not None]
-    collectives = 0
-    for dtype_grads in _by_dtype(grads).values():
-        flat = torch.cat([grad.reshape(-1) for grad in dtype_grads])
-        flat.mul_(scale)
-        dist.all_reduce(flat, op=ReduceOp.SUM, group=group)
-        _copy_from_flat_(flat, dtype_grads)
-        collectives += 1
-    return collectives

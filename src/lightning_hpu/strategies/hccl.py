@@ -9,11 +9,14 @@ own process group, take only the collectives (:class:`HCCLCollectiveOps`, :class
 * a process group created without ``device_id`` (the HPU of a process is the unindexed ``hpu`` device, which
   ``init_process_group`` refuses as ``device_id``);
 * ``reduce``/``all_reduce``, ``all_gather`` and ``broadcast`` through :mod:`lightning_hpu.strategies.collectives`,
-  so no ``AVG`` or ``PRODUCT`` reduce, and no ``int64`` tensor where the device holds it as ``int32``, reaches HCCL.
+  so no ``AVG`` or ``PRODUCT`` reduce, and no ``int64`` tensor where the device holds it as ``int32``, reaches HCCL;
+* (Trainer) SIGTERM agreed on over a host-side group, with no device collective or host sync per training step
+  (:class:`~lightning_hpu.strategies.sigterm.SigtermAgreement`, part of :class:`HCCLCollectiveOps`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from lightning.fabric.strategies import DDPStrategy as FabricDDPStrategy
@@ -27,10 +30,24 @@ from torch import Tensor
 from typing_extensions import override
 
 from lightning_hpu.strategies import collectives
+from lightning_hpu.strategies.sigterm import SigtermAgreement
+
+#: ``DistributedDataParallel`` arguments as optimum-habana sets them on Gaudi (``GaudiTrainingArguments``'s
+#: ``ddp_bucket_cap_mb`` default, and ``gradient_as_bucket_view=True`` whenever it runs on HPU).
+GAUDI_DDP_DEFAULTS: Mapping[str, Any] = {"bucket_cap_mb": 230, "gradient_as_bucket_view": True}
 
 
-class HCCLCollectiveOps(ParallelStrategy):
-    """Trainer mixin: ``reduce``, ``all_gather`` and ``broadcast`` with the ops and dtypes HCCL runs."""
+def with_gaudi_ddp_defaults(ddp_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """``ddp_kwargs`` with :data:`GAUDI_DDP_DEFAULTS` for the arguments not given; a value given always wins."""
+    return {**GAUDI_DDP_DEFAULTS, **ddp_kwargs}
+
+
+class HCCLCollectiveOps(SigtermAgreement, ParallelStrategy):
+    """Trainer mixin: ``reduce``, ``all_gather`` and ``broadcast`` with the ops and dtypes HCCL runs.
+
+    It also brings :class:`SigtermAgreement`, so every HPU parallel strategy stops all ranks on SIGTERM without a
+    per-step device broadcast.
+    """
 
     @override
     def reduce(self, tensor: Tensor, group: Any | None = None, reduce_op: ReduceOp | str | None = "mean") -> Tensor:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -13,13 +13,14 @@ from lightning.fabric.strategies.registry import _StrategyRegistry
 from lightning.pytorch.accelerators.accelerator import Accelerator
 from lightning.pytorch.overrides.distributed import _register_ddp_comm_hook
 from lightning.pytorch.plugins.precision import Precision
-from torch.nn import Module, Parameter
+from torch.nn import Module
 from torch.nn.parallel import DistributedDataParallel
 from torch.optim import Optimizer
 from typing_extensions import override
 
-from lightning_hpu.strategies.collectives import all_reduce_gradients_, broadcast_module_states_
-from lightning_hpu.strategies.hccl import HCCLCollectivesHooks
+from lightning_hpu.strategies.collectives import broadcast_module_states_
+from lightning_hpu.strategies.flat_gradients import OptimizerGradients, all_reduce_gradients_, check_reduce_dtype
+from lightning_hpu.strategies.hccl import HCCLCollectivesHooks, with_gaudi_ddp_defaults
 from lightning_hpu.strategies.lazy_mode import HPUStrategyHooks
 
 
@@ -38,14 +39,18 @@ class HPUParallelStrategy(HPUStrategyHooks, HCCLCollectivesHooks):
         timeout: timeout of the process group's collectives.
         fast_ddp: do not wrap the model in ``DistributedDataParallel``; instead, right before each optimizer step
             (after the last backward of a gradient-accumulation cycle, before clipping), average all gradients with
-            one all-reduce of a flat, pre-scaled buffer per dtype. Fewer, larger collectives and no per-bucket
-            hooks; every trainable parameter gets a gradient (zeros where unused). The DDP keyword arguments and
+            one all-reduce of a flat, pre-scaled buffer per dtype, allocated once (see
+            :mod:`lightning_hpu.strategies.flat_gradients`). Fewer, larger collectives and no per-bucket hooks;
+            every trainable parameter gets a gradient (zeros where unused). The DDP keyword arguments and
             communication hooks do not apply and are refused.
+        reduce_dtype: with ``fast_ddp``, the dtype gradients travel in: ``torch.bfloat16`` halves the bytes sent
+            (as optimum-habana's fast DDP does), the result is cast back. ``None``: the gradients' own dtype.
         pipeline_forward_backward: also mark a step between forward and backward (see ``SingleHPUStrategy``).
-        **kwargs: passed to ``DistributedDataParallel``: ``bucket_cap_mb`` (larger buckets mean fewer all-reduces:
-            100 MB suited ResNet50 on Gaudi, 200 MB ResNext101), ``gradient_as_bucket_view=True`` (gradients are
-            views into the buckets: fewer device copies, less memory), ``static_graph``,
-            ``find_unused_parameters`` (``False`` by default; ``True`` costs a graph traversal each step).
+        **kwargs: passed to ``DistributedDataParallel``: ``bucket_cap_mb`` (230 by default on HPU, as
+            optimum-habana sets it: larger buckets mean fewer all-reduces), ``gradient_as_bucket_view`` (``True``
+            by default on HPU: gradients are views into the buckets, fewer device copies, less memory),
+            ``static_graph``, ``find_unused_parameters`` (``False`` by default; ``True`` costs a graph traversal
+            each step). A value you pass wins over the HPU default.
     """
 
     strategy_name = "hpu_parallel"
@@ -64,9 +69,16 @@ class HPUParallelStrategy(HPUStrategyHooks, HCCLCollectivesHooks):
         process_group_backend: str | None = None,
         timeout: timedelta | None = default_pg_timeout,
         fast_ddp: bool = False,
+        reduce_dtype: torch.dtype | None = None,
         pipeline_forward_backward: bool = False,
         **kwargs: Any,
     ) -> None:
+        check_reduce_dtype(reduce_dtype)
+        if reduce_dtype is not None and not fast_ddp:
+            raise ValueError(
+                "HPUParallelStrategy(reduce_dtype=...) applies to fast_ddp=True only; pass fast_ddp=True, or for DDP"
+                " use ddp_comm_hook=default_hooks.bf16_compress_hook."
+            )
         if fast_ddp:
             wrapper_only = {
                 "ddp_comm_hook": ddp_comm_hook,
@@ -79,6 +91,8 @@ class HPUParallelStrategy(HPUStrategyHooks, HCCLCollectivesHooks):
                     f"HPUParallelStrategy(fast_ddp=True) does not use DistributedDataParallel, so"
                     f" {', '.join(ignored)} would have no effect; remove them or set fast_ddp=False."
                 )
+        else:
+            kwargs = with_gaudi_ddp_defaults(kwargs)
         super().__init__(
             accelerator=accelerator,
             parallel_devices=parallel_devices,
@@ -95,6 +109,8 @@ class HPUParallelStrategy(HPUStrategyHooks, HCCLCollectivesHooks):
             **kwargs,
         )
         self.fast_ddp = fast_ddp
+        self.reduce_dtype = reduce_dtype
+        self._flat_gradients = OptimizerGradients(reduce_dtype)
         self.pipeline_forward_backward = pipeline_forward_backward
 
     @override
@@ -132,10 +148,15 @@ class HPUParallelStrategy(HPUStrategyHooks, HCCLCollectivesHooks):
 
         def closure_then_reduce() -> Any:
             output = closure()
-            all_reduce_gradients_(_unique_parameters(optimizer))
+            all_reduce_gradients_(self._flat_gradients.of(optimizer))
             return output
 
         return closure_then_reduce
+
+    @override
+    def teardown(self) -> None:
+        self._flat_gradients.clear()
+        super().teardown()
 
     @classmethod
     @override
@@ -147,12 +168,3 @@ class HPUParallelStrategy(HPUStrategyHooks, HCCLCollectivesHooks):
             "hpu_fast_ddp", cls, description=f"{cls.__name__}: one fused gradient all-reduce per step", fast_ddp=True
         )
 
-
-def _unique_parameters(optimizer: Optimizer) -> Iterator[Parameter]:
-    """The optimizer's parameters in a fixed order (the same on every process), each once."""
-    seen: set[int] = set()
-    for group in optimizer.param_groups:
-        for parameter in group["params"]:
-            if id(parameter) not in seen:
-                seen.add(id(parameter))
-                yield parameter

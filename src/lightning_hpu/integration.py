@@ -42,6 +42,9 @@ HPU_STRATEGY_TWINS = {
     "ddp": "hpu_parallel",
     "ddp_spawn": "hpu_parallel",
     "deepspeed": "hpu_deepspeed",
+    "fsdp": "hpu_fsdp",
+    "fsdp_cpu_offload": "hpu_fsdp_cpu_offload",
+    "model_parallel": "hpu_model_parallel",
 }
 
 _PATCHED_METHODS = (
@@ -176,7 +179,8 @@ def _install_on(connector_cls: type, fabric: bool) -> None:
 
                 if isinstance(self._precision_instance, FabricPrecision):
                     return self._precision_instance
-                return HPUPrecision(self._precision_input)
+                # A strategy that needs its own precision plugin (the sharded ones) names it in ``hpu_precision``.
+                return getattr(self.strategy, "hpu_precision", HPUPrecision)(self._precision_input)
             from lightning.pytorch.plugins.precision import Precision
 
             from lightning_hpu.plugins.precision import HPUPrecisionPlugin
@@ -184,7 +188,7 @@ def _install_on(connector_cls: type, fabric: bool) -> None:
             self._validate_precision_choice()
             if isinstance(self._precision_plugin_flag, Precision):
                 return self._precision_plugin_flag
-            return HPUPrecisionPlugin(self._precision_flag)
+            return getattr(self.strategy, "hpu_precision", HPUPrecisionPlugin)(self._precision_flag)
 
         return wrapper
 

@@ -13,6 +13,7 @@ from lightning_hpu.fabric.accelerator import HPUAccelerator as FabricHPUAccelera
 from lightning_hpu.fabric.strategies import HPUParallelStrategy as FabricHPUParallelStrategy
 from lightning_hpu.fabric.strategies import SingleHPUStrategy as FabricSingleHPUStrategy
 from lightning_hpu.strategies import HPUDeepSpeedStrategy, HPUParallelStrategy, SingleHPUStrategy
+from lightning_hpu.strategies.fsdp import HPUFSDPStrategy
 
 
 def register_all() -> None:
@@ -21,7 +22,7 @@ def register_all() -> None:
         HPUAccelerator.register_accelerators(AcceleratorRegistry)
     if "hpu" not in FABRIC_ACCELERATOR_REGISTRY:
         FabricHPUAccelerator.register_accelerators(FABRIC_ACCELERATOR_REGISTRY)
-    for strategy_cls in (SingleHPUStrategy, HPUParallelStrategy, HPUDeepSpeedStrategy):
+    for strategy_cls in (SingleHPUStrategy, HPUParallelStrategy, HPUDeepSpeedStrategy, HPUFSDPStrategy):
         if strategy_cls.strategy_name not in StrategyRegistry:
             strategy_cls.register_strategies(StrategyRegistry)
     for fabric_strategy_cls in (FabricSingleHPUStrategy, FabricHPUParallelStrategy):

@@ -14,6 +14,7 @@ from lightning_hpu.fabric.strategies import HPUParallelStrategy as FabricHPUPara
 from lightning_hpu.fabric.strategies import SingleHPUStrategy as FabricSingleHPUStrategy
 from lightning_hpu.strategies import HPUDeepSpeedStrategy, HPUParallelStrategy, SingleHPUStrategy
 from lightning_hpu.strategies.fsdp import HPUFSDPStrategy
+from lightning_hpu.strategies.model_parallel import HPUModelParallelStrategy
 
 
 def register_all() -> None:
@@ -22,7 +23,7 @@ def register_all() -> None:
         HPUAccelerator.register_accelerators(AcceleratorRegistry)
     if "hpu" not in FABRIC_ACCELERATOR_REGISTRY:
         FabricHPUAccelerator.register_accelerators(FABRIC_ACCELERATOR_REGISTRY)
-    for strategy_cls in (SingleHPUStrategy, HPUParallelStrategy, HPUDeepSpeedStrategy, HPUFSDPStrategy):
+    for strategy_cls in (SingleHPUStrategy, HPUParallelStrategy, HPUDeepSpeedStrategy, HPUFSDPStrategy, HPUModelParallelStrategy):
         if strategy_cls.strategy_name not in StrategyRegistry:
             strategy_cls.register_strategies(StrategyRegistry)
     for fabric_strategy_cls in (FabricSingleHPUStrategy, FabricHPUParallelStrategy):

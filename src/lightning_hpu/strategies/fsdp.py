@@ -174,11 +174,6 @@ class HPUFSDPStrategy(HPUStrategyHooks, HCCLCollectiveOps, FSDPStrategy):
             yield
 
     @override
-    def barrier(self, name: str | None = None) -> None:
-        if torch.distributed.is_available() and torch.distributed.is_initialized():
-            torch.distributed.barrier()
-
-    @override
     def lightning_module_state_dict(self) -> dict[str, Any]:
         assert self.model is not None
         if self._state_dict_type == "sharded":

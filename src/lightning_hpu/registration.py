@@ -11,6 +11,7 @@ from lightning_hpu import integration
 from lightning_hpu.accelerator import HPUAccelerator
 from lightning_hpu.fabric.accelerator import HPUAccelerator as FabricHPUAccelerator
 from lightning_hpu.fabric.strategies import HPUParallelStrategy as FabricHPUParallelStrategy
+from lightning_hpu.fabric.sharded_strategies import HPUFSDPStrategy as FabricHPUFSDPStrategy
 from lightning_hpu.fabric.strategies import SingleHPUStrategy as FabricSingleHPUStrategy
 from lightning_hpu.strategies import HPUDeepSpeedStrategy, HPUParallelStrategy, SingleHPUStrategy
 from lightning_hpu.strategies.fsdp import HPUFSDPStrategy
@@ -26,7 +27,7 @@ def register_all() -> None:
     for strategy_cls in (SingleHPUStrategy, HPUParallelStrategy, HPUDeepSpeedStrategy, HPUFSDPStrategy, HPUModelParallelStrategy):
         if strategy_cls.strategy_name not in StrategyRegistry:
             strategy_cls.register_strategies(StrategyRegistry)
-    for fabric_strategy_cls in (FabricSingleHPUStrategy, FabricHPUParallelStrategy):
+    for fabric_strategy_cls in (FabricSingleHPUStrategy, FabricHPUParallelStrategy, FabricHPUFSDPStrategy):
         if fabric_strategy_cls.strategy_name not in FABRIC_STRATEGY_REGISTRY:
             fabric_strategy_cls.register_strategies(FABRIC_STRATEGY_REGISTRY)
     integration.install()

@@ -11,11 +11,7 @@ from typing import Any, Literal
 import torch
 from lightning.fabric.plugins import CheckpointIO, ClusterEnvironment
 from lightning.fabric.plugins.collectives.torch_collective import default_pg_timeout
-from lightning.fabric.strategies.fsdp import (
-    _is_sharded_checkpoint,
-    _move_torchmetrics_to_device,
-    _setup_activation_checkpointing,
-)
+from lightning.fabric.strategies.fsdp import _is_sharded_checkpoint
 from lightning.fabric.strategies.registry import _StrategyRegistry
 from lightning.fabric.utilities.load import _METADATA_FILENAME
 from lightning.fabric.utilities.seed import reset_seed
@@ -132,45 +128,26 @@ class HPUFSDPStrategy(HPUStrategyHooks, HCCLCollectiveOps, FSDPStrategy):
         if isinstance(self.kwargs.get("device_mesh"), tuple):
             self.kwargs["device_mesh"] = sharding.device_mesh_from_shape(self.kwargs["device_mesh"])
 
+    def _fsdp_kwargs(self) -> dict[str, Any]:
+        return {
+            "cpu_offload": self.cpu_offload,
+            "mixed_precision": self.mixed_precision_config,
+            "sharding_strategy": self.sharding_strategy,
+            **self.kwargs,
+        }
+
     @override
     def _setup_model(self, model: Module) -> Module:
-        """Wrap the model like Lightning does, but on this process's HPU.
-
-        Lightning passes ``device_id=root_device.index``, which is ``None`` for the HPU (and the CPU), and FSDP reads
-        ``None`` as "the current CUDA device"; here FSDP gets the device itself.
-        """
-        from torch.distributed.fsdp import FullyShardedDataParallel
-
-        if any(isinstance(module, FullyShardedDataParallel) for module in model.modules()):
-            self.kwargs.pop("auto_wrap_policy", None)  # wrapped by the user in ``configure_model``
-        else:
-            model = FullyShardedDataParallel(
-                module=model,
-                cpu_offload=self.cpu_offload,
-                mixed_precision=self.mixed_precision_config,
-                sharding_strategy=self.sharding_strategy,
-                device_id=sharding.fsdp_device(),
-                **self.kwargs,
-            )
-        _move_torchmetrics_to_device(model, self.root_device)
-        _setup_activation_checkpointing(model, self._activation_checkpointing_kwargs)
+        model = sharding.wrap_fsdp(
+            model, activation_checkpointing_kwargs=self._activation_checkpointing_kwargs, **self._fsdp_kwargs()
+        )
         self.precision_plugin.sharded_module = model
         return model
 
     @contextmanager
     @override
     def model_sharded_context(self) -> Generator[None, None, None]:
-        from torch.distributed.fsdp import FullyShardedDataParallel
-        from torch.distributed.fsdp.wrap import enable_wrap
-
-        with enable_wrap(
-            wrapper_cls=FullyShardedDataParallel,
-            cpu_offload=self.cpu_offload,
-            mixed_precision=self.mixed_precision_config,
-            sharding_strategy=self.sharding_strategy,
-            device_id=sharding.fsdp_device(),
-            **self.kwargs,
-        ):
+        with sharding.fsdp_wrap_context(**self._fsdp_kwargs()):
             yield
 
     @override

@@ -2,7 +2,8 @@
 
 Mix :class:`HCCLCollectivesHooks` (Trainer) or :class:`FabricHCCLCollectivesHooks` (Fabric) in before a
 ``DDPStrategy`` subclass (``HPUParallelStrategy``) to get the following; the DeepSpeed strategy, which makes its
-own process group, takes only the collectives (:class:`HCCLCollectiveOps`):
+own process group, and the sharded strategies (FSDP, model parallel), take only the collectives
+(:class:`HCCLCollectiveOps`, :class:`FabricHCCLCollectiveOps`):
 
 * ``initialize_distributed_hpu`` with the ranks of Lightning's cluster environment before the process group, and
   the backend's process-group name (``"hccl"``) unless one was passed;
@@ -17,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from lightning.fabric.strategies import DDPStrategy as FabricDDPStrategy
+from lightning.fabric.strategies import ParallelStrategy as FabricParallelStrategy
 from lightning.fabric.utilities.distributed import _init_dist_connection
 from lightning.fabric.utilities.seed import reset_seed
 from lightning.fabric.utilities.types import ReduceOp
@@ -69,7 +71,27 @@ class HCCLCollectivesHooks(HCCLCollectiveOps, DDPStrategy):
         return None
 
 
-class FabricHCCLCollectivesHooks(FabricDDPStrategy):
+class FabricHCCLCollectiveOps(FabricParallelStrategy):
+    """Fabric mixin: ``all_reduce``, ``all_gather`` and ``broadcast`` with the ops and dtypes HCCL runs."""
+
+    @override
+    def all_reduce(
+        self, tensor: Tensor | Any, group: Any | None = None, reduce_op: ReduceOp | str | None = "mean"
+    ) -> Tensor | Any:
+        if isinstance(tensor, Tensor):
+            return collectives.all_reduce(tensor, group=group, reduce_op=reduce_op)
+        return tensor
+
+    @override
+    def all_gather(self, tensor: Tensor, group: Any | None = None, sync_grads: bool = False) -> Tensor:
+        return collectives.all_gather(tensor, group=group, sync_grads=sync_grads)
+
+    @override
+    def broadcast(self, obj: TBroadcast, src: int = 0) -> TBroadcast:
+        return collectives.broadcast_object(obj, src=src, device=self.root_device)
+
+
+class FabricHCCLCollectivesHooks(FabricHCCLCollectiveOps, FabricDDPStrategy):
     """Fabric mixin: HCCL process group and HCCL-safe collectives for a Fabric ``DDPStrategy`` subclass."""
 
     @override
@@ -87,19 +109,3 @@ class FabricHCCLCollectivesHooks(FabricDDPStrategy):
     @override
     def _determine_ddp_device_ids(self) -> list[int] | None:
         return None
-
-    @override
-    def all_reduce(
-        self, tensor: Tensor | Any, group: Any | None = None, reduce_op: ReduceOp | str | None = "mean"
-    ) -> Tensor | Any:
-        if isinstance(tensor, Tensor):
-            return collectives.all_reduce(tensor, group=group, reduce_op=reduce_op)
-        return tensor
-
-    @override
-    def all_gather(self, tensor: Tensor, group: Any | None = None, sync_grads: bool = False) -> Tensor:
-        return collectives.all_gather(tensor, group=group, sync_grads=sync_grads)
-
-    @override
-    def broadcast(self, obj: TBroadcast, src: int = 0) -> TBroadcast:
-        return collectives.broadcast_object(obj, src=src, device=self.root_device)

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from datetime import timedelta
 from typing import Any
 
@@ -118,3 +119,33 @@ def force_sum_reduction(module: Module) -> int:
             submodule.set_force_sum_reduction_for_comms(True)
             count += 1
     return count
+
+
+def wrap_fsdp(module: Module, *, activation_checkpointing_kwargs: dict[str, Any], **fsdp_kwargs: Any) -> Module:
+    """Wrap ``module`` in FSDP1 on this process's HPU, as Lightning's FSDP strategies do (Trainer and Fabric).
+
+    Lightning passes ``device_id=root_device.index``, which is ``None`` for the HPU (and the stand-in's CPU), and FSDP
+    reads ``None`` as "the current CUDA device"; here FSDP gets the device itself. A module the user already wrapped
+    is kept (and the auto-wrap policy dropped), then activation checkpointing is applied, as in Lightning.
+    """
+    from lightning.fabric.strategies.fsdp import _move_torchmetrics_to_device, _setup_activation_checkpointing
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    if any(isinstance(submodule, FullyShardedDataParallel) for submodule in module.modules()):
+        fsdp_kwargs.pop("auto_wrap_policy", None)
+    else:
+        module = FullyShardedDataParallel(module=module, device_id=fsdp_device(), **fsdp_kwargs)
+    _move_torchmetrics_to_device(module, fsdp_device())
+    _setup_activation_checkpointing(module, activation_checkpointing_kwargs)
+    return module
+
+
+def fsdp_wrap_context(**fsdp_kwargs: Any) -> AbstractContextManager[Any]:
+    """``enable_wrap`` for FSDP1 on this process's HPU (``model_sharded_context``/``module_sharded_context``)."""
+    from torch.distributed.fsdp import FullyShardedDataParallel
+    from torch.distributed.fsdp.wrap import enable_wrap
+
+    context: AbstractContextManager[Any] = enable_wrap(
+        wrapper_cls=FullyShardedDataParallel, device_id=fsdp_device(), **fsdp_kwargs
+    )
+    return context

@@ -1,0 +1,197 @@
+"""Sharded HPU strategies for Lightning Fabric: FSDP and model parallelism (FSDP2 + tensor parallel) over HCCL.
+
+They follow the Trainer's :class:`~lightning_hpu.HPUFSDPStrategy` and :class:`~lightning_hpu.HPUModelParallelStrategy`
+and share their code (:mod:`lightning_hpu.strategies.sharding`): HCCL process group, eager mode only, FSDP on this
+process's HPU, FSDP2 reducing with ``SUM``, HCCL-safe ``all_reduce``/``all_gather``/``broadcast``.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from datetime import timedelta
+from typing import Any, Literal
+
+import torch
+from lightning.fabric.accelerators import Accelerator
+from lightning.fabric.plugins import CheckpointIO, ClusterEnvironment, Precision
+from lightning.fabric.plugins.collectives.torch_collective import default_pg_timeout
+from lightning.fabric.strategies import FSDPStrategy, ModelParallelStrategy, ParallelStrategy
+from lightning.fabric.strategies.registry import _StrategyRegistry
+from lightning.fabric.utilities.seed import reset_seed
+from torch.nn import Module
+from typing_extensions import override
+
+from lightning_hpu.fabric.fsdp_precision import HPUFSDPPrecision
+from lightning_hpu.strategies import sharding
+from lightning_hpu.strategies.hccl import FabricHCCLCollectiveOps
+from lightning_hpu.strategies.lazy_mode import FabricHPUStrategyHooks
+
+
+class _HCCLProcessGroup(ParallelStrategy):
+    """Fabric mixin: the default process group over HCCL, for strategies that keep Lightning's ``_setup_distributed``
+    name (FSDP and model parallel)."""
+
+    _process_group_backend: str | None
+    _timeout: timedelta | None
+
+    def _setup_distributed(self) -> None:
+        reset_seed()
+        self._set_world_ranks()  # type: ignore[attr-defined]
+        self._process_group_backend = sharding.init_hccl_process_group(
+            self.cluster_environment,
+            self.world_size,
+            self.global_rank,
+            self.local_rank,
+            self._process_group_backend,
+            self._timeout,
+        )
+
+
+class HPUFSDPStrategy(FabricHPUStrategyHooks, FabricHCCLCollectiveOps, _HCCLProcessGroup, FSDPStrategy):
+    """Fabric FSDP over HCCL (``strategy="hpu_fsdp"``; ``"fsdp"`` maps here on HPU). Arguments as Lightning's."""
+
+    strategy_name = "hpu_fsdp"
+
+    def __init__(
+        self,
+        accelerator: Accelerator | None = None,
+        parallel_devices: list[torch.device] | None = None,
+        cluster_environment: ClusterEnvironment | None = None,
+        precision: Precision | None = None,
+        process_group_backend: str | None = None,
+        timeout: timedelta | None = default_pg_timeout,
+        cpu_offload: Any = None,
+        mixed_precision: Any = None,
+        auto_wrap_policy: Any = None,
+        activation_checkpointing: Any = None,
+        activation_checkpointing_policy: Any = None,
+        sharding_strategy: Any = "FULL_SHARD",
+        state_dict_type: Literal["full", "sharded"] = "sharded",
+        device_mesh: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            accelerator=accelerator,
+            parallel_devices=parallel_devices,
+            cluster_environment=cluster_environment,
+            precision=precision,
+            process_group_backend=process_group_backend,
+            timeout=timeout,
+            cpu_offload=cpu_offload,
+            mixed_precision=mixed_precision,
+            auto_wrap_policy=auto_wrap_policy,
+            activation_checkpointing=activation_checkpointing,
+            activation_checkpointing_policy=activation_checkpointing_policy,
+            sharding_strategy=sharding_strategy,
+            state_dict_type=state_dict_type,
+            device_mesh=device_mesh,
+            **kwargs,
+        )
+
+    @staticmethod
+    def hpu_precision(precision: str) -> HPUFSDPPrecision:
+        """The precision plugin the connector gives this strategy for ``Fabric(precision=...)`` on HPU."""
+        return HPUFSDPPrecision(precision)
+
+    @property  # type: ignore[override]
+    @override
+    def precision(self) -> HPUFSDPPrecision:
+        plugin = self._precision
+        if plugin is None:
+            plugin = self._precision = HPUFSDPPrecision("32-true")
+        if not isinstance(plugin, HPUFSDPPrecision):
+            raise TypeError(f"HPUFSDPStrategy needs an HPUFSDPPrecision, got {type(plugin).__name__}.")
+        return plugin
+
+    @precision.setter
+    def precision(self, precision: Precision | None) -> None:
+        if precision is not None and not isinstance(precision, HPUFSDPPrecision):
+            raise TypeError(
+                f"HPUFSDPStrategy needs an HPUFSDPPrecision, got {type(precision).__name__}; pass"
+                " Fabric(precision=...) or plugins=[HPUFSDPPrecision(...)]."
+            )
+        self._precision = precision
+
+    @override
+    def setup_environment(self) -> None:
+        sharding.refuse_lazy_mode(self.strategy_name)
+        sharding.check_sharding_strategy(self.sharding_strategy, self.num_nodes)
+        ParallelStrategy.setup_environment(self)  # the accelerator; FSDPStrategy's device mesh assumes CUDA
+        self._setup_distributed()
+        if isinstance(self._fsdp_kwargs.get("device_mesh"), tuple):
+            self._fsdp_kwargs["device_mesh"] = sharding.device_mesh_from_shape(self._fsdp_kwargs["device_mesh"])
+
+    def _wrap_kwargs(self) -> dict[str, Any]:
+        return {
+            "cpu_offload": self.cpu_offload,
+            "mixed_precision": self.mixed_precision_config,
+            "sharding_strategy": self.sharding_strategy,
+            **self._fsdp_kwargs,
+        }
+
+    @override
+    def setup_module(self, module: Module) -> Module:
+        return sharding.wrap_fsdp(
+            module, activation_checkpointing_kwargs=self._activation_checkpointing_kwargs, **self._wrap_kwargs()
+        )
+
+    @override
+    def module_sharded_context(self) -> AbstractContextManager:
+        return sharding.fsdp_wrap_context(**self._wrap_kwargs())
+
+    @classmethod
+    @override
+    def register_strategies(cls, strategy_registry: _StrategyRegistry) -> None:
+        description = f"{cls.__name__}: fully sharded data parallel over HCCL"
+        strategy_registry.register(cls.strategy_name, cls, description=description)
+        strategy_registry.register(
+            "hpu_fsdp_cpu_offload", cls, description=f"{description}, parameters offloaded to the host", cpu_offload=True
+        )
+
+
+class HPUModelParallelStrategy(
+    FabricHPUStrategyHooks, FabricHCCLCollectiveOps, _HCCLProcessGroup, ModelParallelStrategy
+):
+    """Fabric FSDP2 + tensor parallelism over HCCL (``strategy="hpu_model_parallel"``).
+
+    Args:
+        parallelize_fn: ``(module, device_mesh) -> module`` applying ``fully_shard``/``parallelize_module`` over the
+            mesh's ``"data_parallel"`` and ``"tensor_parallel"`` dimensions, as for Lightning's strategy. Every
+            ``fully_shard`` module it makes is then set to reduce gradients with ``SUM``.
+        data_parallel_size, tensor_parallel_size, save_distributed_checkpoint, process_group_backend, timeout: as
+            Lightning's ``ModelParallelStrategy``.
+    """
+
+    strategy_name = "hpu_model_parallel"  # not registered by name: Fabric needs the ``parallelize_fn`` object
+
+    def __init__(
+        self,
+        parallelize_fn: Any,
+        data_parallel_size: Literal["auto"] | int = "auto",
+        tensor_parallel_size: Literal["auto"] | int = "auto",
+        save_distributed_checkpoint: bool = True,
+        process_group_backend: str | None = None,
+        timeout: timedelta | None = default_pg_timeout,
+    ) -> None:
+        super().__init__(
+            parallelize_fn=parallelize_fn,
+            data_parallel_size=data_parallel_size,
+            tensor_parallel_size=tensor_parallel_size,
+            save_distributed_checkpoint=save_distributed_checkpoint,
+            process_group_backend=process_group_backend,
+            timeout=timeout,
+        )
+
+    @override
+    def setup_environment(self) -> None:
+        sharding.refuse_lazy_mode(self.strategy_name)
+        sharding.check_tensor_parallel_size(
+            self._tensor_parallel_size, self.num_processes, self.num_nodes * self.num_processes
+        )
+        super().setup_environment()
+
+    @override
+    def setup_module(self, module: Module) -> Module:
+        module = super().setup_module(module)
+        sharding.force_sum_reduction(module)
+        return module

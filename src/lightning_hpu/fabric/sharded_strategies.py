@@ -7,8 +7,10 @@ process's HPU, FSDP2 reducing with ``SUM``, HCCL-safe ``all_reduce``/``all_gathe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, Literal
 
 import torch
@@ -16,13 +18,16 @@ from lightning.fabric.accelerators import Accelerator
 from lightning.fabric.plugins import CheckpointIO, ClusterEnvironment, Precision
 from lightning.fabric.plugins.collectives.torch_collective import default_pg_timeout
 from lightning.fabric.strategies import FSDPStrategy, ModelParallelStrategy, ParallelStrategy
+from lightning.fabric.strategies.fsdp import _is_sharded_checkpoint
 from lightning.fabric.strategies.registry import _StrategyRegistry
 from lightning.fabric.utilities.seed import reset_seed
+from lightning.fabric.utilities.types import _PATH
 from torch.nn import Module
+from torch.optim import Optimizer
 from typing_extensions import override
 
 from lightning_hpu.fabric.fsdp_precision import HPUFSDPPrecision
-from lightning_hpu.strategies import sharding
+from lightning_hpu.strategies import fsdp_state, sharding
 from lightning_hpu.strategies.hccl import FabricHCCLCollectiveOps
 from lightning_hpu.strategies.lazy_mode import FabricHPUStrategyHooks
 
@@ -116,10 +121,9 @@ class HPUFSDPStrategy(FabricHPUStrategyHooks, FabricHCCLCollectiveOps, _HCCLProc
     def setup_environment(self) -> None:
         sharding.refuse_lazy_mode(self.strategy_name)
         sharding.check_sharding_strategy(self.sharding_strategy, self.num_nodes)
-        ParallelStrategy.setup_environment(self)  # the accelerator; FSDPStrategy's device mesh assumes CUDA
+        ParallelStrategy.setup_environment(self)  # the accelerator; FSDPStrategy's process group assumes CUDA
         self._setup_distributed()
-        if isinstance(self._fsdp_kwargs.get("device_mesh"), tuple):
-            self._fsdp_kwargs["device_mesh"] = sharding.device_mesh_from_shape(self._fsdp_kwargs["device_mesh"])
+        sharding.set_fsdp_device_mesh(self._fsdp_kwargs, self.sharding_strategy, self.num_nodes, self.num_processes)
 
     def _wrap_kwargs(self) -> dict[str, Any]:
         return {
@@ -138,6 +142,35 @@ class HPUFSDPStrategy(FabricHPUStrategyHooks, FabricHCCLCollectiveOps, _HCCLProc
     @override
     def module_sharded_context(self) -> AbstractContextManager:
         return sharding.fsdp_wrap_context(**self._wrap_kwargs())
+
+    @override
+    def save_checkpoint(
+        self,
+        path: _PATH,
+        state: dict[str, Module | Optimizer | Any],
+        storage_options: Any | None = None,
+        filter: dict[str, Callable[[str, Any], bool]] | None = None,
+    ) -> None:
+        """Save like Lightning's Fabric FSDP (a file for ``state_dict_type="full"``, else a folder of shards)."""
+        if storage_options is not None or filter is not None:
+            raise TypeError("HPUFSDPStrategy.save_checkpoint takes neither `storage_options` nor `filter`.")
+        target = Path(self.broadcast(path))
+        fsdp_state.save_fabric_state(target, state, full=self._state_dict_type == "full", rank=self.global_rank)
+        self.barrier()
+
+    @override
+    def load_checkpoint(
+        self,
+        path: _PATH,
+        state: Module | Optimizer | dict[str, Module | Optimizer | Any] | None = None,
+        strict: bool = True,
+        weights_only: bool | None = None,
+    ) -> dict[str, Any]:
+        """Load a folder of shards through ``torch.distributed.checkpoint``; full files as Lightning does."""
+        source = Path(self.broadcast(path))
+        if isinstance(state, dict) and _is_sharded_checkpoint(source):
+            return fsdp_state.load_fabric_sharded_state(source, state, strict=strict)
+        return super().load_checkpoint(source, state, strict=strict, weights_only=weights_only)
 
     @classmethod
     @override

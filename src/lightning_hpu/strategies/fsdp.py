@@ -125,8 +125,7 @@ class HPUFSDPStrategy(HPUStrategyHooks, HCCLCollectiveOps, FSDPStrategy):
             self._process_group_backend,
             self._timeout,
         )
-        if isinstance(self.kwargs.get("device_mesh"), tuple):
-            self.kwargs["device_mesh"] = sharding.device_mesh_from_shape(self.kwargs["device_mesh"])
+        sharding.set_fsdp_device_mesh(self.kwargs, self.sharding_strategy, self.num_nodes, self.num_processes)
 
     def _fsdp_kwargs(self) -> dict[str, Any]:
         return {

@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -81,3 +81,95 @@ def load_sharded(
     set_model_state_dict(module, state[model_key], options=options)
     for index, optimizer in enumerate(optimizers):
         set_optimizer_state_dict(module, optimizer, state[f"optimizer_{index}"], options=options)
+
+
+def _the_fsdp_module(state: Mapping[str, Any]) -> Module:
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    modules = [obj for obj in state.values() if isinstance(obj, FullyShardedDataParallel)]
+    if len(modules) != 1:
+        raise ValueError(
+            f"A Fabric FSDP checkpoint holds exactly one FSDP-wrapped model, but the state has {len(modules)}; save"
+            " the other models in separate checkpoints."
+        )
+    return modules[0]
+
+
+def save_fabric_state(path: Path, state: Mapping[str, Any], full: bool, rank: int) -> None:
+    """Save Fabric's ``state`` (one FSDP model, its optimizers, plain objects) as Lightning's Fabric FSDP does.
+
+    ``full``: one file written by rank 0 (the model's and optimizers' full state, plain objects beside them).
+    Otherwise: a folder with this rank's shards in ``torch.distributed.checkpoint`` form, plain objects in
+    ``meta.pt``.
+    """
+    import torch.distributed.checkpoint as dcp
+    from lightning.fabric.utilities.load import _METADATA_FILENAME
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+    from lightning_hpu.plugins.checkpoint_io import to_host, write_atomically
+
+    module = _the_fsdp_module(state)
+    converted: dict[str, Any] = {}
+    metadata: dict[str, Any] = {}
+    if full:
+        with full_state_dict_context(module):
+            for key, obj in state.items():
+                if isinstance(obj, Module):
+                    converted[key] = obj.state_dict()
+                elif isinstance(obj, Optimizer):
+                    converted[key] = FSDP.optim_state_dict(module, obj)
+                else:
+                    converted[key] = obj.state_dict() if hasattr(obj, "state_dict") else obj
+        if rank == 0:
+            write_atomically(to_host(converted), path)
+        return
+    for key, obj in state.items():
+        if isinstance(obj, Module):
+            converted[key] = sharded_model_state(obj)
+        elif isinstance(obj, Optimizer):
+            converted[key] = sharded_optimizer_state(module, obj)
+        else:
+            metadata[key] = obj.state_dict() if hasattr(obj, "state_dict") else obj
+    if path.is_file():
+        path.unlink()
+    path.mkdir(parents=True, exist_ok=True)
+    dcp.save(converted, checkpoint_id=path)
+    if rank == 0:
+        write_atomically(to_host(metadata), path / _METADATA_FILENAME)
+
+
+def load_fabric_sharded_state(path: Path, state: dict[str, Any], strict: bool = True) -> dict[str, Any]:
+    """Restore Fabric's ``state`` in place from a sharded folder; return the saved objects ``state`` did not ask for."""
+    import torch
+    import torch.distributed.checkpoint as dcp
+    from lightning.fabric.utilities.load import _METADATA_FILENAME
+    from torch.distributed.checkpoint.state_dict import (
+        StateDictOptions,
+        set_model_state_dict,
+        set_optimizer_state_dict,
+    )
+
+    module = _the_fsdp_module(state)
+    loaded: dict[str, Any] = {}
+    for key, obj in state.items():
+        if isinstance(obj, Module):
+            loaded[key] = sharded_model_state(obj)
+        elif isinstance(obj, Optimizer):
+            loaded[key] = sharded_optimizer_state(module, obj)
+    dcp.load(loaded, checkpoint_id=path)
+    options = StateDictOptions(full_state_dict=False, strict=strict)
+    for key, obj in state.items():
+        if isinstance(obj, Module):
+            set_model_state_dict(obj, loaded[key], options=options)
+        elif isinstance(obj, Optimizer):
+            set_optimizer_state_dict(module, obj, loaded[key], options=options)
+    metadata: dict[str, Any] = torch.load(path / _METADATA_FILENAME, weights_only=False)
+    for key in list(state):
+        if key in loaded or key not in metadata:
+            continue
+        value = metadata.pop(key)
+        if hasattr(state[key], "load_state_dict"):
+            state[key].load_state_dict(value)
+        else:
+            state[key] = value
+    return metadata

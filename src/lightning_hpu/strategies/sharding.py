@@ -105,6 +105,23 @@ def device_mesh_from_shape(shape: tuple[int, ...]) -> Any:
     return init_device_mesh(require_backend().torch_device().type, shape)
 
 
+def set_fsdp_device_mesh(fsdp_kwargs: dict[str, Any], sharding_strategy: Any, num_nodes: int, num_processes: int) -> None:
+    """Give FSDP1 a device mesh of the HPUs unless the user gave a mesh or a process group.
+
+    With a mesh, FSDP1's sharded state dicts hold ``DTensor`` shards instead of ``ShardedTensor`` ones. The latter
+    ask ``torch.cuda.current_device()`` for the device of a rank whose shard is empty unless the group is named
+    ``"gloo"``, so saving or loading a sharded checkpoint over HCCL fails ("Torch not compiled with CUDA enabled").
+    Hybrid strategies get the ``(nodes, devices per node)`` mesh Lightning documents; the others a flat one.
+    """
+    mesh = fsdp_kwargs.get("device_mesh")
+    if isinstance(mesh, tuple):
+        fsdp_kwargs["device_mesh"] = device_mesh_from_shape(mesh)
+    elif mesh is None and "process_group" not in fsdp_kwargs:
+        hybrid = sharding_strategy_name(sharding_strategy) in MULTI_NODE_SHARDING
+        shape = (num_nodes, num_processes) if hybrid else (num_nodes * num_processes,)
+        fsdp_kwargs["device_mesh"] = device_mesh_from_shape(shape)
+
+
 def force_sum_reduction(module: Module) -> int:
     """Make every FSDP2 (``fully_shard``) module of ``module`` reduce gradients with ``SUM``; return how many.
 

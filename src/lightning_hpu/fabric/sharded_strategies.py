@@ -118,9 +118,14 @@ class HPUFSDPStrategy(FabricHPUStrategyHooks, FabricHCCLCollectiveOps, _HCCLProc
         self._precision = precision
 
     @override
+    def _configure_launcher(self) -> None:
+        sharding.check_before_launch(
+            self.strategy_name, self.num_nodes, self.num_processes, sharding_strategy=self.sharding_strategy
+        )
+        super()._configure_launcher()
+
+    @override
     def setup_environment(self) -> None:
-        sharding.refuse_lazy_mode(self.strategy_name)
-        sharding.check_sharding_strategy(self.sharding_strategy, self.num_nodes)
         ParallelStrategy.setup_environment(self)  # the accelerator; FSDPStrategy's process group assumes CUDA
         self._setup_distributed()
         sharding.set_fsdp_device_mesh(self._fsdp_kwargs, self.sharding_strategy, self.num_nodes, self.num_processes)
@@ -216,12 +221,11 @@ class HPUModelParallelStrategy(
         )
 
     @override
-    def setup_environment(self) -> None:
-        sharding.refuse_lazy_mode(self.strategy_name)
-        sharding.check_tensor_parallel_size(
-            self._tensor_parallel_size, self.num_processes, self.num_nodes * self.num_processes
+    def _configure_launcher(self) -> None:
+        sharding.check_before_launch(
+            self.strategy_name, self.num_nodes, self.num_processes, tensor_parallel_size=self._tensor_parallel_size
         )
-        super().setup_environment()
+        super()._configure_launcher()
 
     @override
     def setup_module(self, module: Module) -> Module:

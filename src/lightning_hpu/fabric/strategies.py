@@ -1,4 +1,4 @@
-"""HPU strategies for Lightning Fabric."""
+"""HPU strategies for Lightning Fabric (the sharded ones live in :mod:`lightning_hpu.fabric.sharded_strategies`)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,12 @@ from lightning.fabric.strategies.registry import _StrategyRegistry
 from lightning.fabric.utilities.types import _DEVICE
 from typing_extensions import override
 
+from lightning_hpu.fabric.sharded_strategies import HPUFSDPStrategy, HPUModelParallelStrategy
 from lightning_hpu.runtime import require_backend
 from lightning_hpu.strategies.hccl import FabricHCCLCollectivesHooks
 from lightning_hpu.strategies.lazy_mode import FabricHPUStrategyHooks
+
+__all__ = ["HPUFSDPStrategy", "HPUModelParallelStrategy", "HPUParallelStrategy", "SingleHPUStrategy"]
 
 
 class SingleHPUStrategy(FabricHPUStrategyHooks, SingleDeviceStrategy):

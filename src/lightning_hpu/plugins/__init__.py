@@ -1,6 +1,7 @@
 """HPU plugins: checkpoint IO and precision."""
 
 from lightning_hpu.plugins.checkpoint_io import HPUCheckpointIO
+from lightning_hpu.plugins.fsdp_precision import HPUFSDPPrecisionPlugin
 from lightning_hpu.plugins.precision import HPUPrecisionPlugin
 
-__all__ = ["HPUCheckpointIO", "HPUPrecisionPlugin"]
+__all__ = ["HPUCheckpointIO", "HPUFSDPPrecisionPlugin", "HPUPrecisionPlugin"]

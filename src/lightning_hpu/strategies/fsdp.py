@@ -111,9 +111,14 @@ class HPUFSDPStrategy(HPUStrategyHooks, HCCLCollectiveOps, FSDPStrategy):
         self._precision_plugin = precision_plugin
 
     @override
+    def _configure_launcher(self) -> None:
+        sharding.check_before_launch(
+            self.strategy_name, self.num_nodes, self.num_processes, sharding_strategy=self.sharding_strategy
+        )
+        super()._configure_launcher()
+
+    @override
     def setup_environment(self) -> None:
-        sharding.refuse_lazy_mode(self.strategy_name)
-        sharding.check_sharding_strategy(self.sharding_strategy, self.num_nodes)
         ParallelStrategy.setup_environment(self)  # the accelerator; FSDPStrategy's process group assumes CUDA
         reset_seed()
         self.set_world_ranks()

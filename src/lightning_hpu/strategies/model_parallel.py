@@ -47,12 +47,11 @@ class HPUModelParallelStrategy(HPUStrategyHooks, HCCLCollectiveOps, ModelParalle
         )
 
     @override
-    def setup_environment(self) -> None:
-        sharding.refuse_lazy_mode(self.strategy_name)
-        sharding.check_tensor_parallel_size(
-            self._tensor_parallel_size, self.num_processes, self.num_nodes * self.num_processes
+    def _configure_launcher(self) -> None:
+        sharding.check_before_launch(
+            self.strategy_name, self.num_nodes, self.num_processes, tensor_parallel_size=self._tensor_parallel_size
         )
-        super().setup_environment()
+        super()._configure_launcher()
 
     @override
     def _setup_distributed(self) -> None:

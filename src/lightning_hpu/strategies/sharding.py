@@ -77,6 +77,20 @@ def refuse_avg_reduce_op(reduce_op: Any, argument: str) -> None:
         )
 
 
+def check_before_launch(
+    strategy_name: str,
+    num_nodes: int,
+    num_processes: int,
+    sharding_strategy: Any = None,
+    tensor_parallel_size: Any = "auto",
+) -> None:
+    """Every check a sharded strategy makes once the connector knows the devices, before any process starts."""
+    refuse_lazy_mode(strategy_name)
+    if sharding_strategy is not None:
+        check_sharding_strategy(sharding_strategy, num_nodes)
+    check_tensor_parallel_size(tensor_parallel_size, num_processes, num_nodes * num_processes)
+
+
 def init_hccl_process_group(
     cluster_environment: ClusterEnvironment | None,
     world_size: int,

@@ -169,7 +169,9 @@ class Model(LightningModule):
         )
 
 
-def trainer(root: Path, strategy: Any, steps: int = -1, clip: float | None = None, epochs: int | None = None) -> Trainer:
+def trainer(
+    root: Path, strategy: Any, steps: int = -1, clip: float | None = None, epochs: int | None = None
+) -> Trainer:
     return Trainer(
         accelerator="hpu",
         devices=WORLD,
@@ -229,7 +231,9 @@ def resume_scenario(out: Path) -> dict[str, Any]:
         "shard_files": sorted(path.name for path in checkpoint.iterdir()),
         "resumed_global_step": resumed_run.global_step,
         "max_diff_resumed_to_straight": float((resumed_weights - straight_weights).abs().max()),
-        "max_diff_straight_to_reference": float((straight_weights - reference(4, None, adam=True, per_epoch=2)).abs().max()),
+        "max_diff_straight_to_reference": float(
+            (straight_weights - reference(4, None, adam=True, per_epoch=2)).abs().max()
+        ),
         "max_diff_first_to_straight": float(
             (full_weights(first.strategy.model, first.lightning_module.net) - straight_weights).abs().max()
         ),

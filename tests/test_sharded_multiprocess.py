@@ -87,7 +87,11 @@ def test_sharded_strategies_on_two_standin_devices(tmp_path: Path) -> None:
     log = tmp_path / "run.log"
     with log.open("wb") as output:
         code = subprocess.run(
-            [sys.executable, str(SCRIPT), str(tmp_path)], env=_env(), stdout=output, stderr=subprocess.STDOUT, timeout=500
+            [sys.executable, str(SCRIPT), str(tmp_path)],
+            env=_env(),
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            timeout=500,
         ).returncode
     assert code == 0, log.read_text()[-4000:]
     reports = [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in (0, 1)]

@@ -10,8 +10,8 @@ from lightning.pytorch.strategies import StrategyRegistry
 from lightning_hpu import integration
 from lightning_hpu.accelerator import HPUAccelerator
 from lightning_hpu.fabric.accelerator import HPUAccelerator as FabricHPUAccelerator
-from lightning_hpu.fabric.strategies import HPUParallelStrategy as FabricHPUParallelStrategy
 from lightning_hpu.fabric.sharded_strategies import HPUFSDPStrategy as FabricHPUFSDPStrategy
+from lightning_hpu.fabric.strategies import HPUParallelStrategy as FabricHPUParallelStrategy
 from lightning_hpu.fabric.strategies import SingleHPUStrategy as FabricSingleHPUStrategy
 from lightning_hpu.strategies import HPUDeepSpeedStrategy, HPUParallelStrategy, SingleHPUStrategy
 from lightning_hpu.strategies.fsdp import HPUFSDPStrategy
@@ -24,7 +24,13 @@ def register_all() -> None:
         HPUAccelerator.register_accelerators(AcceleratorRegistry)
     if "hpu" not in FABRIC_ACCELERATOR_REGISTRY:
         FabricHPUAccelerator.register_accelerators(FABRIC_ACCELERATOR_REGISTRY)
-    for strategy_cls in (SingleHPUStrategy, HPUParallelStrategy, HPUDeepSpeedStrategy, HPUFSDPStrategy, HPUModelParallelStrategy):
+    for strategy_cls in (
+        SingleHPUStrategy,
+        HPUParallelStrategy,
+        HPUDeepSpeedStrategy,
+        HPUFSDPStrategy,
+        HPUModelParallelStrategy,
+    ):
         if strategy_cls.strategy_name not in StrategyRegistry:
             strategy_cls.register_strategies(StrategyRegistry)
     for fabric_strategy_cls in (FabricSingleHPUStrategy, FabricHPUParallelStrategy, FabricHPUFSDPStrategy):

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import torch
 from lightning.fabric.accelerators import Accelerator
-from lightning.fabric.plugins import CheckpointIO, ClusterEnvironment, Precision
+from lightning.fabric.plugins import ClusterEnvironment, Precision
 from lightning.fabric.plugins.collectives.torch_collective import default_pg_timeout
 from lightning.fabric.strategies import FSDPStrategy, ModelParallelStrategy, ParallelStrategy
 from lightning.fabric.strategies.fsdp import _is_sharded_checkpoint
@@ -183,7 +183,10 @@ class HPUFSDPStrategy(FabricHPUStrategyHooks, FabricHCCLCollectiveOps, _HCCLProc
         description = f"{cls.__name__}: fully sharded data parallel over HCCL"
         strategy_registry.register(cls.strategy_name, cls, description=description)
         strategy_registry.register(
-            "hpu_fsdp_cpu_offload", cls, description=f"{description}, parameters offloaded to the host", cpu_offload=True
+            "hpu_fsdp_cpu_offload",
+            cls,
+            description=f"{description}, parameters offloaded to the host",
+            cpu_offload=True,
         )
 
 

@@ -206,5 +206,8 @@ class HPUFSDPStrategy(HPUStrategyHooks, HCCLCollectiveOps, FSDPStrategy):
         description = f"{cls.__name__}: fully sharded data parallel over HCCL"
         strategy_registry.register(cls.strategy_name, cls, description=description)
         strategy_registry.register(
-            "hpu_fsdp_cpu_offload", cls, description=f"{description}, parameters offloaded to the host", cpu_offload=True
+            "hpu_fsdp_cpu_offload",
+            cls,
+            description=f"{description}, parameters offloaded to the host",
+            cpu_offload=True,
         )

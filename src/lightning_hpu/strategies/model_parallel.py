@@ -82,4 +82,3 @@ class HPUModelParallelStrategy(HPUStrategyHooks, HCCLCollectiveOps, ModelParalle
         # before the HPU connector could map it; registered here, it means the HPU strategy (HPU accelerators only).
         if "model_parallel" not in strategy_registry:
             strategy_registry.register("model_parallel", cls, description=description)
-

@@ -119,7 +119,9 @@ def device_mesh_from_shape(shape: tuple[int, ...]) -> Any:
     return init_device_mesh(require_backend().torch_device().type, shape)
 
 
-def set_fsdp_device_mesh(fsdp_kwargs: dict[str, Any], sharding_strategy: Any, num_nodes: int, num_processes: int) -> None:
+def set_fsdp_device_mesh(
+    fsdp_kwargs: dict[str, Any], sharding_strategy: Any, num_nodes: int, num_processes: int
+) -> None:
     """Give FSDP1 a device mesh of the HPUs unless the user gave a mesh or a process group.
 
     With a mesh, FSDP1's sharded state dicts hold ``DTensor`` shards instead of ``ShardedTensor`` ones. The latter

@@ -44,12 +44,11 @@ class HPUFSDPPrecisionMixin:
         name = normalize_precision(precision)
         if "16-" in name and not name.startswith("bf16"):
             check_fp16_supported()
+        self._hpu_scaler: Any = scaler
         if scaler is None and name == "16-mixed":
             from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
 
             self._hpu_scaler = ShardedGradScaler(device=require_backend().torch_device().type)
-        else:
-            self._hpu_scaler = scaler
         return name
 
     def hpu_forward_context(self) -> AbstractContextManager | None:

@@ -98,7 +98,7 @@ class HPUFSDPStrategy(FabricHPUStrategyHooks, FabricHCCLCollectiveOps, _HCCLProc
         """The precision plugin the connector gives this strategy for ``Fabric(precision=...)`` on HPU."""
         return HPUFSDPPrecision(precision)
 
-    @property  # type: ignore[override]
+    @property
     @override
     def precision(self) -> HPUFSDPPrecision:
         plugin = self._precision

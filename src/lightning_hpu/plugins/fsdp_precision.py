@@ -33,7 +33,7 @@ class HPUFSDPPrecisionPlugin(HPUFSDPPrecisionMixin, FSDPPrecision):
         return self.hpu_forward_context() or super().forward_context()
 
     @override
-    def clip_grad_by_norm(self, optimizer: Optimizer, clip_val: int | float) -> None:  # type: ignore[override]
+    def clip_grad_by_norm(self, optimizer: Optimizer, clip_val: int | float) -> None:
         module = self.sharded_module
         clip_grad_norm = getattr(module, "clip_grad_norm_", None)
         if clip_grad_norm is None:

@@ -91,7 +91,7 @@ class HPUFSDPStrategy(HPUStrategyHooks, HCCLCollectiveOps, FSDPStrategy):
         """The precision plugin the connector gives this strategy for ``Trainer(precision=...)`` on HPU."""
         return HPUFSDPPrecisionPlugin(precision)
 
-    @property  # type: ignore[override]
+    @property
     @override
     def precision_plugin(self) -> HPUFSDPPrecisionPlugin:
         plugin = self._precision_plugin

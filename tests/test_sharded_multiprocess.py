@@ -120,3 +120,28 @@ def test_sharded_strategies_on_two_standin_devices(tmp_path: Path) -> None:
     plain = Net()
     plain.load_state_dict({key.removeprefix("net."): value for key, value in state.items()}, strict=True)
     assert torch.allclose(flat(plain.state_dict()), reference, atol=1e-5)
+
+
+@pytest.mark.multiprocess
+def test_sharded_examples_run_on_two_standin_devices(tmp_path: Path) -> None:
+    """``examples/fsdp.py`` (with a sharded checkpoint) and ``examples/model_parallel.py``, side by side."""
+    commands = {
+        "fsdp": [str(ROOT / "examples" / "fsdp.py"), "--checkpoint", str(tmp_path / "ckpt")],
+        "model_parallel": [str(ROOT / "examples" / "model_parallel.py")],
+    }
+    runs = {
+        name: subprocess.Popen(
+            [sys.executable, *command, "--devices", "2", "--max-steps", "3"],
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for name, command in commands.items()
+    }
+    outputs = {name: run.communicate(timeout=400)[0] for name, run in runs.items()}
+    for name, run in runs.items():
+        assert run.returncode == 0, outputs[name][-3000:]
+    assert "FSDP on 2 HPUs (HPUFSDPStrategy)" in outputs["fsdp"]
+    assert (tmp_path / "ckpt" / "meta.pt").is_file()
+    assert "model parallel on 2 HPUs {'data_parallel': 1, 'tensor_parallel': 2}" in outputs["model_parallel"]

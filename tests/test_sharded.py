@@ -9,14 +9,12 @@ import torch
 from lightning.fabric import Fabric
 from lightning.pytorch import Trainer
 from torch import nn
-from torch.distributed import ReduceOp
 
 from lightning_hpu import HPUFSDPPrecisionPlugin, HPUFSDPStrategy, HPUModelParallelStrategy, HPUPrecisionPlugin
 from lightning_hpu.fabric.fsdp_precision import HPUFSDPPrecision
 from lightning_hpu.fabric.strategies import HPUFSDPStrategy as FabricHPUFSDPStrategy
 from lightning_hpu.fabric.strategies import HPUModelParallelStrategy as FabricHPUModelParallelStrategy
 from lightning_hpu.runtime import reset_backend
-from lightning_hpu.strategies import sharding
 
 
 def _trainer(**kwargs: Any) -> Trainer:
@@ -179,10 +177,3 @@ def test_lazy_mode_is_refused(name: str, lazy_mode: None) -> None:
 def test_lazy_mode_is_refused_by_fabric_fsdp(lazy_mode: None) -> None:
     with pytest.raises(RuntimeError, match="needs eager mode"):
         Fabric(accelerator="hpu", devices=2, strategy="fsdp")
-
-
-@pytest.mark.parametrize("op", [ReduceOp.AVG, ReduceOp(ReduceOp.AVG), ReduceOp.PREMUL_SUM])
-def test_avg_reduce_op_is_refused_with_a_sentence(op: Any) -> None:
-    with pytest.raises(ValueError, match=r"my_hook uses ReduceOp\.\w+, which HCCL does not have"):
-        sharding.refuse_avg_reduce_op(op, "my_hook")
-    sharding.refuse_avg_reduce_op(ReduceOp.SUM, "my_hook")

@@ -9,8 +9,7 @@
   (the HPU of a process is the unindexed ``hpu`` device, which ``init_process_group`` refuses as one).
 * **Reduce ops.** FSDP1 reduces gradients with ``SUM`` and divide factors already; FSDP2 sends ``AVG`` for fp32 and
   bf16 unless told otherwise, so :func:`force_sum_reduction` switches every ``fully_shard`` module to ``SUM``.
-* **Checks** of the arguments that would fail only after minutes of setup (:func:`check_sharding_strategy`,
-  :func:`check_tensor_parallel_size`, :func:`refuse_avg_reduce_op`).
+* **Checks** of the arguments that would fail only after minutes of setup (:func:`check_before_launch`).
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ from typing import Any
 import torch
 from lightning.fabric.plugins import ClusterEnvironment
 from lightning.fabric.utilities.distributed import _init_dist_connection
-from torch.distributed import ReduceOp
 from torch.nn import Module
 
 from lightning_hpu.runtime import require_backend
@@ -64,16 +62,6 @@ def check_tensor_parallel_size(tensor_parallel_size: Any, devices_per_node: int,
         raise ValueError(
             f"tensor_parallel_size={tensor_parallel_size!r} must be a positive divisor of the {world_size} devices"
             f" in use ({devices_per_node} per node); choose one such as {devices_per_node}."
-        )
-
-
-def refuse_avg_reduce_op(reduce_op: Any, argument: str) -> None:
-    """Refuse ``ReduceOp.AVG`` (and ``PREMUL_SUM``) given by the user: HCCL cannot run them."""
-    op = getattr(reduce_op, "op", reduce_op)
-    if op in (ReduceOp.AVG, ReduceOp.PREMUL_SUM):
-        raise ValueError(
-            f"{argument} uses ReduceOp.{getattr(op, 'name', op)}, which HCCL does not have; reduce with"
-            " ReduceOp.SUM and divide by the world size instead."
         )
 
 

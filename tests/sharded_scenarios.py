@@ -10,7 +10,7 @@ PyTorch run over the global batches:
   one go (auto-wrap per block, activation checkpointing, Adam);
 * ``fabric``: a Fabric loop with ``strategy="fsdp"`` and ``fabric.clip_gradients``, a sharded save and load;
 * ``fsdp2`` and ``tensor_parallel``: ``hpu_model_parallel`` with ``fully_shard`` / ``parallelize_module`` in
-  ``configure_model``;
+  ``configure_model``, clipping by norm; ``fabric_model_parallel``: Fabric's, with a ``parallelize_fn``;
 * ``fsdp2_avg``: torch's own ``fully_shard`` without the strategy sends ``AVG``, which the stand-in refuses.
 
 Every reduce op that reaches the stand-in group is counted. Each rank writes ``<out>/rank<r>.json``.
@@ -270,6 +270,35 @@ def fabric_scenario(out: Path) -> dict[str, Any]:
     }
 
 
+def fabric_model_parallel_scenario() -> dict[str, Any]:
+    """Fabric's HPUModelParallelStrategy with a ``parallelize_fn``: FSDP2 per block, clipping across the shards."""
+    from torch.distributed.fsdp import fully_shard
+
+    from lightning_hpu.fabric.strategies import HPUModelParallelStrategy as FabricHPUModelParallelStrategy
+
+    def parallelize(net: nn.Module, mesh: Any) -> nn.Module:
+        for block in net.blocks:
+            fully_shard(block, mesh=mesh["data_parallel"])
+        fully_shard(net, mesh=mesh["data_parallel"])
+        return net
+
+    steps = 3
+    strategy = FabricHPUModelParallelStrategy(parallelize, data_parallel_size=2, tensor_parallel_size=1)
+    fabric = Fabric(accelerator="hpu", devices=WORLD, strategy=strategy)
+    fabric.launch()
+    net = fabric.setup_module(Net())
+    optimizer = fabric.setup_optimizers(make_optimizer(net.parameters(), adam=False))
+    for batch in make_data(steps).reshape(steps, WORLD, MICRO_BATCH, FEATURES + 1)[:, fabric.global_rank]:
+        optimizer.zero_grad()
+        fabric.backward(loss_of(net, batch))
+        fabric.clip_gradients(net, optimizer, max_norm=CLIP)
+        optimizer.step()
+    return {
+        "strategy": type(fabric.strategy).__name__,
+        "max_diff_to_reference": float((flat(net.module.state_dict()) - reference(steps, CLIP)).abs().max()),
+    }
+
+
 def model_parallel_scenario(out: Path, parallelize: str) -> dict[str, Any]:
     steps = 3
     strategy: Any = (
@@ -277,7 +306,7 @@ def model_parallel_scenario(out: Path, parallelize: str) -> dict[str, Any]:
         if parallelize == "fsdp2"
         else "model_parallel"
     )
-    run = trainer(out / parallelize, strategy, steps)
+    run = trainer(out / parallelize, strategy, steps, clip=CLIP)
     model = Model(steps, parallelize=parallelize)
     run.fit(model)
     weights = full_weights(model, model.net)
@@ -286,7 +315,7 @@ def model_parallel_scenario(out: Path, parallelize: str) -> dict[str, Any]:
         "strategy": type(run.strategy).__name__,
         "mesh": dict(zip(run.strategy.device_mesh.mesh_dim_names or (), run.strategy.device_mesh.shape, strict=True)),
         "dtensor_parameters": sum(hasattr(p, "full_tensor") for p in model.net.parameters()),
-        "max_diff_to_reference": float((weights - reference(steps, None)).abs().max()),
+        "max_diff_to_reference": float((weights - reference(steps, CLIP)).abs().max()),
         "rank_value_epoch": float(run.callback_metrics["rank_value_epoch"]),
         "checkpoint_is_folder": (out / f"{parallelize}.ckpt").is_dir(),
     }
@@ -322,6 +351,7 @@ def main() -> None:
     results["fsdp2"] = model_parallel_scenario(out, "fsdp2")
     results["tensor_parallel"] = model_parallel_scenario(out, "tensor_parallel")
     results["fabric"] = fabric_scenario(out)
+    results["fabric_model_parallel"] = fabric_model_parallel_scenario()
     results["ops_seen"] = dict(OPS_SEEN)
     results["fsdp2_avg"] = fsdp2_avg_scenario()
     results["env_rank"] = os.environ.get("LOCAL_RANK", "0")

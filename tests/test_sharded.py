@@ -10,7 +10,13 @@ from lightning.fabric import Fabric
 from lightning.pytorch import Trainer
 from torch import nn
 
-from lightning_hpu import HPUFSDPPrecisionPlugin, HPUFSDPStrategy, HPUModelParallelStrategy, HPUPrecisionPlugin
+from lightning_hpu import (
+    HPUFSDPPrecisionPlugin,
+    HPUFSDPStrategy,
+    HPUModelParallelPrecisionPlugin,
+    HPUModelParallelStrategy,
+    HPUPrecisionPlugin,
+)
 from lightning_hpu.fabric.fsdp_precision import HPUFSDPPrecision
 from lightning_hpu.fabric.strategies import HPUFSDPStrategy as FabricHPUFSDPStrategy
 from lightning_hpu.fabric.strategies import HPUModelParallelStrategy as FabricHPUModelParallelStrategy
@@ -51,7 +57,7 @@ def test_trainer_names_map_to_the_hpu_sharded_strategies(name: str, expected: ty
         assert trainer.strategy.cpu_offload.offload_params is cpu_offload
         assert isinstance(trainer.precision_plugin, HPUFSDPPrecisionPlugin)
     else:
-        assert isinstance(trainer.precision_plugin, HPUPrecisionPlugin)
+        assert type(trainer.precision_plugin) is HPUModelParallelPrecisionPlugin
 
 
 @pytest.mark.usefixtures("two_devices")

@@ -58,6 +58,7 @@ def _check_rank(report: dict[str, Any]) -> None:
     assert resume["max_diff_straight_to_reference"] < 1e-5
 
     for name, mesh, dtensors in (
+        # Both with clipping by norm across the shards (and, for TP, beside plain-tensor gradients).
         ("fsdp2", {"data_parallel": 2, "tensor_parallel": 1}, 10),
         ("tensor_parallel", {"data_parallel": 1, "tensor_parallel": 2}, 8),
     ):
@@ -74,6 +75,10 @@ def _check_rank(report: dict[str, Any]) -> None:
     assert fabric["max_diff_to_reference"] < 1e-5
     assert fabric["max_diff_after_load"] == 0.0 and fabric["loaded_step"] == 3 and fabric["remainder"] == {}
     assert fabric["mean"] == pytest.approx(6.0)
+
+    fabric_model_parallel = report["fabric_model_parallel"]
+    assert fabric_model_parallel["strategy"] == "HPUModelParallelStrategy"
+    assert fabric_model_parallel["max_diff_to_reference"] < 1e-5
 
     ops = report["ops_seen"]
     assert ops.get("SUM", 0) > 0, "the reductions must reach the stand-in group"

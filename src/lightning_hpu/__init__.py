@@ -11,7 +11,12 @@ from lightning_hpu.fabric.precision import HPUPrecision
 from lightning_hpu.fp8 import fp8_finish_measurement, fp8_measure, fp8_quantize
 from lightning_hpu.hpu_graphs import HPUGraph, HPUGraphs, ModuleCacher, make_graphed_callables, wrap_in_hpu_graph
 from lightning_hpu.optimizers import clip_grad_norm, fused_adamw, fused_sgd
-from lightning_hpu.plugins import HPUCheckpointIO, HPUFSDPPrecisionPlugin, HPUPrecisionPlugin
+from lightning_hpu.plugins import (
+    HPUCheckpointIO,
+    HPUFSDPPrecisionPlugin,
+    HPUModelParallelPrecisionPlugin,
+    HPUPrecisionPlugin,
+)
 from lightning_hpu.profiler import HPUProfiler
 from lightning_hpu.registration import register_all
 from lightning_hpu.runtime import HPUFeatureUnavailableError, HPUNotAvailableError, get_backend
@@ -35,6 +40,7 @@ __all__ = [
     "HPUFeatureUnavailableError",
     "HPUGraph",
     "HPUGraphs",
+    "HPUModelParallelPrecisionPlugin",
     "HPUModelParallelStrategy",
     "HPUNotAvailableError",
     "HPUParallelStrategy",

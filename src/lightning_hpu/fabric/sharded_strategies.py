@@ -235,3 +235,18 @@ class HPUModelParallelStrategy(
         module = super().setup_module(module)
         sharding.force_sum_reduction(module)
         return module
+
+    @override
+    def clip_gradients_norm(
+        self,
+        module: Module,
+        optimizer: Optimizer,
+        max_norm: float | int,
+        norm_type: float | int = 2.0,
+        error_if_nonfinite: bool = True,
+    ) -> torch.Tensor:
+        """Clip by the global 2-norm over every mesh (DTensor and plain gradients together)."""
+        if norm_type != 2.0:
+            raise ValueError(f"norm_type={norm_type!r}: HPUModelParallelStrategy clips by the 2-norm only.")
+        self.precision.unscale_gradients(optimizer)
+        return sharding.clip_grad_norm_across_meshes(list(self.precision.main_params(optimizer)), float(max_norm))

@@ -12,6 +12,7 @@ from lightning.fabric.utilities.seed import reset_seed
 from lightning.pytorch.strategies import ModelParallelStrategy
 from typing_extensions import override
 
+from lightning_hpu.plugins.model_parallel_precision import HPUModelParallelPrecisionPlugin
 from lightning_hpu.strategies import sharding
 from lightning_hpu.strategies.hccl import HCCLCollectiveOps
 from lightning_hpu.strategies.lazy_mode import HPUStrategyHooks
@@ -45,6 +46,11 @@ class HPUModelParallelStrategy(HPUStrategyHooks, HCCLCollectiveOps, ModelParalle
             process_group_backend=process_group_backend,
             timeout=timeout,
         )
+
+    @staticmethod
+    def hpu_precision(precision: str) -> HPUModelParallelPrecisionPlugin:
+        """The precision plugin the connector gives this strategy for ``Trainer(precision=...)`` on HPU."""
+        return HPUModelParallelPrecisionPlugin(precision)
 
     @override
     def _configure_launcher(self) -> None:

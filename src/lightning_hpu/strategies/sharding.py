@@ -170,3 +170,32 @@ def fsdp_wrap_context(**fsdp_kwargs: Any) -> AbstractContextManager[Any]:
         wrapper_cls=FullyShardedDataParallel, device_id=fsdp_device(), **fsdp_kwargs
     )
     return context
+
+
+@torch.no_grad()
+def clip_grad_norm_across_meshes(parameters: Any, max_norm: float) -> torch.Tensor:
+    """Clip gradients by their global 2-norm when they mix DTensors (FSDP2 shards, TP shards) and plain tensors.
+
+    ``torch.nn.utils.clip_grad_norm_`` refuses such a mix. Here the gradients are grouped by mesh and placements;
+    each group's norm is reduced over its mesh (a SUM of squares), the groups' norms are combined, and every
+    gradient is scaled by the same factor. Returns the total norm before clipping.
+    """
+    from torch.distributed.tensor import DTensor
+
+    grads = [parameter.grad for parameter in parameters if parameter.grad is not None]
+    groups: dict[Any, list[torch.Tensor]] = {}
+    for grad in grads:
+        key = (id(grad.device_mesh), grad.placements) if isinstance(grad, DTensor) else None
+        groups.setdefault(key, []).append(grad)
+    norms = []
+    for group in groups.values():
+        norm = torch.nn.utils.get_total_norm(group, 2.0)
+        norms.append(norm.full_tensor() if isinstance(norm, DTensor) else norm)
+    if not norms:
+        return torch.tensor(0.0)
+    total = torch.linalg.vector_norm(torch.stack([norm.float() for norm in norms]))
+    scale = float(max_norm) / (float(total) + 1e-6)
+    if scale < 1.0:
+        for grad in grads:
+            grad.mul_(scale)
+    return total

@@ -183,3 +183,16 @@ def test_lazy_mode_is_refused(name: str, lazy_mode: None) -> None:
 def test_lazy_mode_is_refused_by_fabric_fsdp(lazy_mode: None) -> None:
     with pytest.raises(RuntimeError, match="needs eager mode"):
         Fabric(accelerator="hpu", devices=2, strategy="fsdp")
+
+
+@pytest.mark.usefixtures("standin")
+@pytest.mark.parametrize("plugin_cls", [HPUFSDPPrecisionPlugin, HPUFSDPPrecision])
+def test_fp16_mixed_gets_a_sharded_scaler_on_gaudi2(plugin_cls: type) -> None:
+    from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
+
+    plugin = plugin_cls("16-mixed")
+    assert isinstance(plugin.scaler, ShardedGradScaler)
+    assert plugin.mixed_precision_config.param_dtype == torch.float16
+    layer, inputs = nn.Linear(2, 2), torch.ones(1, 2)
+    with plugin.forward_context():
+        assert layer(inputs).dtype == torch.float16

@@ -66,6 +66,7 @@ class HPUFSDPPrecision(HPUFSDPPrecisionMixin, FSDPPrecision):
         name = self._init_for_hpu(precision, scaler)
         self.precision = name  # Lightning checks the scaler against ``self.precision`` before setting it
         super().__init__(name, scaler=self._hpu_scaler)  # type: ignore[arg-type]
+        self.scaler = self._hpu_scaler  # Lightning drops a scaler it is given (it keeps only the one it makes)
 
     @override
     def forward_context(self) -> AbstractContextManager:

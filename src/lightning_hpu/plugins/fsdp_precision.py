@@ -25,6 +25,7 @@ class HPUFSDPPrecisionPlugin(HPUFSDPPrecisionMixin, FSDPPrecision):
         name = self._init_for_hpu(precision, scaler)
         self.precision = name  # Lightning checks the scaler against ``self.precision`` before setting it
         super().__init__(name, scaler=self._hpu_scaler)  # type: ignore[arg-type]
+        self.scaler = self._hpu_scaler  # Lightning drops a scaler it is given (it keeps only the one it makes)
         #: The root FSDP module, set by the strategy once it has wrapped the model.
         self.sharded_module: Module | None = None
 

@@ -100,7 +100,8 @@ def test_the_table_says_what_the_walk_expects(owner: str) -> None:
         name for name in registry.available_strategies() if name.startswith("deepspeed") and "nvme" not in name
     }
     assert "ddp" in runs and "ddp_spawn" in runs and "ddp_find_unused_parameters_true" in runs
-    assert {"ddp_fork", "ddp_notebook", "fsdp", "xla"} <= set(refused)
+    assert {"ddp_fork", "ddp_notebook", "xla"} <= set(refused)
+    assert "fsdp" in runs and "fsdp_cpu_offload" in runs
     assert not [name for name in runs if "fork" in name or "notebook" in name or "xla" in name or "tpu" in name]
 
 
@@ -154,7 +155,7 @@ def test_ddp_variants_keep_their_ddp_settings(owner: str) -> None:
 
 @pytest.mark.parametrize("owner", ["Trainer", "Fabric"])
 @pytest.mark.parametrize(
-    ("name", "use"), [("ddp_notebook", "hpu_parallel"), ("fsdp", "hpu_fsdp"), ("xla", "hpu_parallel")]
+    ("name", "use"), [("ddp_notebook", "hpu_parallel"), ("single_xla", "hpu_single"), ("xla", "hpu_parallel")]
 )
 def test_unsupported_names_are_refused_at_construction(owner: str, name: str, use: str) -> None:
     with pytest.raises(ValueError, match=rf"^`{owner}\(strategy='{name}'\)` cannot drive an HPU .* strategy='{use}'"):

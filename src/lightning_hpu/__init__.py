@@ -11,11 +11,24 @@ from lightning_hpu.fabric.precision import HPUPrecision
 from lightning_hpu.fp8 import HPUFp8Inference, fp8_finish_measurement, fp8_measure, fp8_quantize
 from lightning_hpu.hpu_graphs import HPUGraph, HPUGraphs, ModuleCacher, make_graphed_callables, wrap_in_hpu_graph
 from lightning_hpu.optimizers import clip_grad_norm, fused_adamw, fused_sgd
-from lightning_hpu.plugins import HPUCheckpointIO, HPUDeepSpeedPrecisionPlugin, HPUPrecisionPlugin
+from lightning_hpu.plugins import (
+    HPUCheckpointIO,
+    HPUDeepSpeedPrecisionPlugin,
+    HPUFSDPPrecisionPlugin,
+    HPUModelParallelPrecisionPlugin,
+    HPUPrecisionPlugin,
+)
 from lightning_hpu.profiler import HPUProfiler
 from lightning_hpu.registration import register_all
 from lightning_hpu.runtime import HPUFeatureUnavailableError, HPUNotAvailableError, get_backend
-from lightning_hpu.strategies import HPUDeepSpeedStrategy, HPUParallelStrategy, SingleHPUStrategy, mark_step
+from lightning_hpu.strategies import (
+    HPUDeepSpeedStrategy,
+    HPUFSDPStrategy,
+    HPUModelParallelStrategy,
+    HPUParallelStrategy,
+    SingleHPUStrategy,
+    mark_step,
+)
 
 __version__ = "0.1.0"
 
@@ -24,10 +37,14 @@ __all__ = [
     "HPUCheckpointIO",
     "HPUDeepSpeedPrecisionPlugin",
     "HPUDeepSpeedStrategy",
+    "HPUFSDPPrecisionPlugin",
+    "HPUFSDPStrategy",
     "HPUFeatureUnavailableError",
     "HPUFp8Inference",
     "HPUGraph",
     "HPUGraphs",
+    "HPUModelParallelPrecisionPlugin",
+    "HPUModelParallelStrategy",
     "HPUNotAvailableError",
     "HPUParallelStrategy",
     "HPUPrecision",

@@ -195,9 +195,10 @@ def _install_on(connector_cls: type, fabric: bool) -> None:
 
                 if isinstance(self._precision_instance, FabricPrecision):
                     return self._precision_instance
-                if isinstance(self.strategy, deepspeed_cls):
-                    return HPUDeepSpeedPrecision(self._precision_input)
-                return HPUPrecision(self._precision_input)
+                precision_cls = getattr(self.strategy, "hpu_precision", None)  # the sharded strategies name theirs
+                if precision_cls is None:
+                    precision_cls = HPUDeepSpeedPrecision if isinstance(self.strategy, deepspeed_cls) else HPUPrecision
+                return precision_cls(self._precision_input)
             from lightning.pytorch.plugins.precision import Precision
 
             from lightning_hpu.plugins.deepspeed_precision import HPUDeepSpeedPrecisionPlugin
@@ -206,9 +207,11 @@ def _install_on(connector_cls: type, fabric: bool) -> None:
             self._validate_precision_choice()
             if isinstance(self._precision_plugin_flag, Precision):
                 return self._precision_plugin_flag
-            if isinstance(self.strategy, deepspeed_cls):
-                return HPUDeepSpeedPrecisionPlugin(self._precision_flag)
-            return HPUPrecisionPlugin(self._precision_flag)
+            precision_plugin_cls = getattr(self.strategy, "hpu_precision", None)  # the sharded strategies name theirs
+            if precision_plugin_cls is None:
+                deepspeed = isinstance(self.strategy, deepspeed_cls)
+                precision_plugin_cls = HPUDeepSpeedPrecisionPlugin if deepspeed else HPUPrecisionPlugin
+            return precision_plugin_cls(self._precision_flag)
 
         return wrapper
 

@@ -43,10 +43,8 @@ HPU_STRATEGY_TWINS: dict[str, HPUTwin | Refusal] = {
     "SingleDeviceStrategy": HPUTwin("hpu_single"),
     "DDPStrategy": HPUTwin("hpu_parallel", dropped_settings=("start_method",)),
     "DeepSpeedStrategy": HPUTwin("hpu_deepspeed"),
-    "FSDPStrategy": Refusal("hpu_fsdp", "Lightning's FSDP runs on CUDA only; HPU FSDP is HPUFSDPStrategy"),
-    "ModelParallelStrategy": Refusal(
-        "hpu_model_parallel", "Lightning's model parallelism runs on CUDA only; on HPU it is HPUModelParallelStrategy"
-    ),
+    "FSDPStrategy": HPUTwin("hpu_fsdp"),
+    "ModelParallelStrategy": HPUTwin("hpu_model_parallel"),
     "XLAFSDPStrategy": Refusal("hpu_fsdp", "XLA strategies drive TPUs"),
     "XLAStrategy": Refusal("hpu_parallel", "XLA strategies drive TPUs"),
     "SingleDeviceXLAStrategy": Refusal("hpu_single", "XLA strategies drive TPUs"),

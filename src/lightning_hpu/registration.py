@@ -11,9 +11,12 @@ from lightning_hpu import integration
 from lightning_hpu.accelerator import HPUAccelerator
 from lightning_hpu.fabric.accelerator import HPUAccelerator as FabricHPUAccelerator
 from lightning_hpu.fabric.deepspeed import HPUDeepSpeedStrategy as FabricHPUDeepSpeedStrategy
+from lightning_hpu.fabric.sharded_strategies import HPUFSDPStrategy as FabricHPUFSDPStrategy
 from lightning_hpu.fabric.strategies import HPUParallelStrategy as FabricHPUParallelStrategy
 from lightning_hpu.fabric.strategies import SingleHPUStrategy as FabricSingleHPUStrategy
 from lightning_hpu.strategies import HPUDeepSpeedStrategy, HPUParallelStrategy, SingleHPUStrategy
+from lightning_hpu.strategies.fsdp import HPUFSDPStrategy
+from lightning_hpu.strategies.model_parallel import HPUModelParallelStrategy
 
 
 def register_all() -> None:
@@ -22,10 +25,21 @@ def register_all() -> None:
         HPUAccelerator.register_accelerators(AcceleratorRegistry)
     if "hpu" not in FABRIC_ACCELERATOR_REGISTRY:
         FabricHPUAccelerator.register_accelerators(FABRIC_ACCELERATOR_REGISTRY)
-    for strategy_cls in (SingleHPUStrategy, HPUParallelStrategy, HPUDeepSpeedStrategy):
+    for strategy_cls in (
+        SingleHPUStrategy,
+        HPUParallelStrategy,
+        HPUDeepSpeedStrategy,
+        HPUFSDPStrategy,
+        HPUModelParallelStrategy,
+    ):
         if strategy_cls.strategy_name not in StrategyRegistry:
             strategy_cls.register_strategies(StrategyRegistry)
-    for fabric_strategy_cls in (FabricSingleHPUStrategy, FabricHPUParallelStrategy, FabricHPUDeepSpeedStrategy):
+    for fabric_strategy_cls in (
+        FabricSingleHPUStrategy,
+        FabricHPUParallelStrategy,
+        FabricHPUDeepSpeedStrategy,
+        FabricHPUFSDPStrategy,
+    ):
         if fabric_strategy_cls.strategy_name not in FABRIC_STRATEGY_REGISTRY:
             fabric_strategy_cls.register_strategies(FABRIC_STRATEGY_REGISTRY)
     integration.install()

@@ -1,4 +1,4 @@
-"""HPU strategies for Lightning Fabric."""
+"""HPU strategies for Lightning Fabric (the sharded ones live in :mod:`lightning_hpu.fabric.sharded_strategies`)."""
 
 from __future__ import annotations
 
@@ -20,11 +20,14 @@ from torch.nn import Module
 from torch.optim import Optimizer
 from typing_extensions import override
 
+from lightning_hpu.fabric.sharded_strategies import HPUFSDPStrategy, HPUModelParallelStrategy
 from lightning_hpu.runtime import require_backend
 from lightning_hpu.strategies.collectives import broadcast_module_states_
 from lightning_hpu.strategies.flat_gradients import OptimizerGradients, all_reduce_gradients_
 from lightning_hpu.strategies.hccl import FabricHCCLCollectivesHooks, with_gaudi_ddp_defaults
 from lightning_hpu.strategies.lazy_mode import FabricHPUStrategyHooks
+
+__all__ = ["HPUFSDPStrategy", "HPUModelParallelStrategy", "HPUParallelStrategy", "SingleHPUStrategy"]
 
 
 class SingleHPUStrategy(FabricHPUStrategyHooks, SingleDeviceStrategy):

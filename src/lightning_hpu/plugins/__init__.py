@@ -2,6 +2,14 @@
 
 from lightning_hpu.plugins.checkpoint_io import HPUCheckpointIO
 from lightning_hpu.plugins.deepspeed_precision import HPUDeepSpeedPrecisionPlugin
+from lightning_hpu.plugins.fsdp_precision import HPUFSDPPrecisionPlugin
+from lightning_hpu.plugins.model_parallel_precision import HPUModelParallelPrecisionPlugin
 from lightning_hpu.plugins.precision import HPUPrecisionPlugin
 
-__all__ = ["HPUCheckpointIO", "HPUDeepSpeedPrecisionPlugin", "HPUPrecisionPlugin"]
+__all__ = [
+    "HPUCheckpointIO",
+    "HPUDeepSpeedPrecisionPlugin",
+    "HPUFSDPPrecisionPlugin",
+    "HPUModelParallelPrecisionPlugin",
+    "HPUPrecisionPlugin",
+]

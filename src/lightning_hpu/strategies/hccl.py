@@ -2,7 +2,8 @@
 
 Mix :class:`HCCLCollectivesHooks` (Trainer) or :class:`FabricHCCLCollectivesHooks` (Fabric) in before a
 ``DDPStrategy`` subclass (``HPUParallelStrategy``) to get the following; the DeepSpeed strategies, which make their
-own process group, take only the collectives (:class:`HCCLCollectiveOps`, :class:`FabricHCCLCollectiveOps`):
+own process group, and the sharded strategies (FSDP, model parallel), take only the collectives
+(:class:`HCCLCollectiveOps`, :class:`FabricHCCLCollectiveOps`):
 
 * ``initialize_distributed_hpu`` with the ranks of Lightning's cluster environment before the process group, and
   the backend's process-group name (``"hccl"``) unless one was passed;

@@ -348,6 +348,40 @@ class HCCLStandInProcessGroup(dist.ProcessGroup):
         )
 
 
+class _ShardingCollectives:
+    """What FSDP (1 and 2) and DTensor call beyond DDP's collectives, run by gloo directly (mixed into the group).
+
+    ``reduce_scatter_tensor`` and its coalesced form already go through the reduce-op check above;
+    ``all_gather_into_tensor`` goes to ``_allgather_base``. Gloo has no coalesced all-gather into one tensor: the
+    coalesced form (``_coalescing_manager`` around several ``all_gather_into_tensor`` calls) runs them in turn.
+    """
+
+    _gloo_any: Any
+
+    def all_gather_single_coalesced(
+        self, outputTensors: list[torch.Tensor], inputTensors: list[torch.Tensor], opts: Any = None
+    ) -> dist.Work:
+        # ``allgather_into_tensor_coalesced``, the older name, reaches this through the C++ method.
+        options = opts if opts is not None else _AllgatherOptions()
+        works = [
+            self._gloo_any._allgather_base(output, input, options)
+            for output, input in zip(outputTensors, inputTensors, strict=True)
+        ]
+        for pending in works[:-1]:
+            pending.wait()
+        last: dist.Work = works[-1]
+        return last
+
+    def allgather_into_tensor_coalesced(
+        self, outputTensors: list[torch.Tensor], inputTensors: list[torch.Tensor], opts: Any = None
+    ) -> dist.Work:
+        return self.all_gather_single_coalesced(outputTensors, inputTensors, opts)
+
+
+for _name in ("all_gather_single_coalesced", "allgather_into_tensor_coalesced"):
+    setattr(HCCLStandInProcessGroup, _name, getattr(_ShardingCollectives, _name))
+
+
 def _run_on_gloo(name: str) -> Callable[..., dist.Work]:
     """A method that checks the call as the bridge does, then hands it straight to the gloo backend."""
     # The list form of alltoall moves bytes like broadcast; the others look the dtype up and refuse complex.

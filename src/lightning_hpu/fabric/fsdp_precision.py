@@ -1,0 +1,73 @@
+"""HPU precision under FSDP, for Fabric; the Trainer's :class:`~lightning_hpu.HPUFSDPPrecisionPlugin` shares it.
+
+Lightning's ``FSDPPrecision`` autocasts on ``"cuda"`` and makes its gradient scaler for CUDA. On HPU the same
+precision names map onto FSDP's ``MixedPrecision`` as follows (sharded parameters, the master weights, stay fp32
+for the ``-mixed`` precisions; FSDP casts them for compute):
+
+=============  ===========  =============================  ===========
+precision      compute      gradient reduce-scatter        autocast
+=============  ===========  =============================  ===========
+``32-true``    fp32         fp32                           no
+``bf16-mixed`` bf16         bf16 (HCCL reduces it natively) on the HPU
+``16-mixed``   fp16         fp16, with a sharded scaler    on the HPU
+``bf16-true``  bf16         bf16                           no
+``16-true``    fp16         fp16                           no
+=============  ===========  =============================  ===========
+
+The reduce dtype follows the compute dtype, as in Lightning: half the traffic of fp32. For fp32 reductions pass
+``mixed_precision=MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)`` to the strategy.
+fp16 needs Gaudi2 or later.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import Any
+
+import torch
+from lightning.fabric.plugins.precision.fsdp import FSDPPrecision
+from typing_extensions import override
+
+from lightning_hpu.device_rules import check_fp16_supported
+from lightning_hpu.fabric.precision import normalize_precision
+from lightning_hpu.runtime import require_backend
+
+
+class HPUFSDPPrecisionMixin:
+    """HPU autocast, the fp16 device check and an HPU gradient scaler for an ``FSDPPrecision`` subclass."""
+
+    precision: Any
+    scaler: Any
+
+    def _init_for_hpu(self, precision: str, scaler: Any | None) -> str:
+        """Check ``precision`` for this device; return its full name (accepts Lightning's short aliases)."""
+        name = normalize_precision(precision)
+        if "16-" in name and not name.startswith("bf16"):
+            check_fp16_supported()
+        self._hpu_scaler: Any = scaler
+        if scaler is None and name == "16-mixed":
+            from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
+
+            self._hpu_scaler = ShardedGradScaler(device=require_backend().torch_device().type)
+        return name
+
+    def hpu_forward_context(self) -> AbstractContextManager | None:
+        """Autocast on the HPU for the mixed precisions, ``None`` for the others."""
+        if "mixed" not in self.precision:
+            return None
+        dtype = torch.bfloat16 if self.precision == "bf16-mixed" else torch.float16
+        return torch.autocast(device_type=require_backend().autocast_device_type, dtype=dtype)
+
+
+class HPUFSDPPrecision(HPUFSDPPrecisionMixin, FSDPPrecision):
+    """Fabric precision for :class:`~lightning_hpu.fabric.HPUFSDPStrategy` (see the module docstring)."""
+
+    def __init__(self, precision: str = "32-true", scaler: Any | None = None) -> None:
+        name = self._init_for_hpu(precision, scaler)
+        self.precision = name  # Lightning checks the scaler against ``self.precision`` before setting it
+        super().__init__(name, scaler=self._hpu_scaler)  # type: ignore[arg-type]
+        self.scaler = self._hpu_scaler  # Lightning drops a scaler it is given (it keeps only the one it makes)
+
+    @override
+    def forward_context(self) -> AbstractContextManager:
+        return self.hpu_forward_context() or super().forward_context()

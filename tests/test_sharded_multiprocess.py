@@ -1,0 +1,153 @@
+"""The sharded HPU strategies across 2 stand-in devices over the stand-in "hccl" group, in one launch.
+
+``sharded_scenarios.py`` runs every scenario on both ranks (see its docstring); this test checks what each rank
+reports, then reads the full FSDP checkpoint in a fresh Python without lightning-hpu (as a machine without HPU
+would) and into the plain, unsharded model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+SCRIPT = Path(__file__).with_name("sharded_scenarios.py")
+ROOT = Path(__file__).resolve().parents[1]
+HCCL_REFUSAL = "Unsupported ReduceOp for HCCL process group"
+_LAUNCH_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "WORLD_SIZE", "LOCAL_RANK", "RANK", "GROUP_RANK")
+
+_READ_WITHOUT_HPU = """
+import sys, torch
+checkpoint = torch.load(sys.argv[1], map_location="cpu", weights_only=True)
+state = checkpoint["state_dict"]
+print(",".join(sorted(state)))
+print(torch.cat([state[key].reshape(-1).float() for key in sorted(state)]).tolist())
+"""
+
+
+def _env() -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if key not in _LAUNCH_VARIABLES}
+    env.update(
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")])),
+        LIGHTNING_HPU_BACKEND="cpu",
+        LIGHTNING_HPU_CPU_DEVICES="2",
+    )
+    env.pop("PT_HPU_LAZY_MODE", None)
+    return env
+
+
+def _check_rank(report: dict[str, Any]) -> None:
+    fsdp = report["fsdp"]
+    assert fsdp["strategy"] == "HPUFSDPStrategy", "strategy='fsdp' on HPU must pick HPUFSDPStrategy"
+    assert fsdp["precision"] == "HPUFSDPPrecisionPlugin"
+    assert fsdp["process_group"] == "HCCLStandInProcessGroup"
+    assert fsdp["max_diff_to_reference"] < 1e-5, "FSDP on 2 devices must equal one device on the global batch"
+    assert fsdp["rank_value_epoch"] == pytest.approx(6.0)
+
+    resume = report["fsdp_resume"]
+    assert resume["checkpoint_is_folder"] and {"meta.pt", "__0_0.distcp", "__1_0.distcp"} <= set(resume["shard_files"])
+    assert resume["resumed_global_step"] == 4
+    assert resume["max_diff_first_to_straight"] > 1e-3, "the resumed run must have something left to train"
+    assert resume["max_diff_resumed_to_straight"] < 1e-6, "a resumed run must continue exactly"
+    assert resume["max_diff_straight_to_reference"] < 1e-5
+
+    for name, mesh, dtensors in (
+        # Both with clipping by norm across the shards (and, for TP, beside plain-tensor gradients).
+        ("fsdp2", {"data_parallel": 2, "tensor_parallel": 1}, 10),
+        ("tensor_parallel", {"data_parallel": 1, "tensor_parallel": 2}, 8),
+    ):
+        scenario = report[name]
+        assert scenario["strategy"] == "HPUModelParallelStrategy", name
+        assert scenario["mesh"] == mesh, name
+        assert scenario["dtensor_parameters"] == dtensors, name
+        assert scenario["max_diff_to_reference"] < 1e-5, name
+        assert scenario["rank_value_epoch"] == pytest.approx(6.0), name
+        assert scenario["checkpoint_is_folder"], name
+
+    fabric = report["fabric"]
+    assert fabric["strategy"] == "HPUFSDPStrategy" and fabric["precision"] == "HPUFSDPPrecision"
+    assert fabric["max_diff_to_reference"] < 1e-5
+    assert fabric["max_diff_after_load"] == 0.0 and fabric["loaded_step"] == 3 and fabric["remainder"] == {}
+    assert fabric["mean"] == pytest.approx(6.0)
+
+    fabric_model_parallel = report["fabric_model_parallel"]
+    assert fabric_model_parallel["strategy"] == "HPUModelParallelStrategy"
+    assert fabric_model_parallel["max_diff_to_reference"] < 1e-5
+
+    ops = report["ops_seen"]
+    assert ops.get("SUM", 0) > 0, "the reductions must reach the stand-in group"
+    assert set(ops) <= {"SUM", "MIN", "MAX"}, f"only HCCL's reduce ops may be sent: {ops}"
+    # Without the strategy, torch's FSDP2 sends AVG: the stand-in refuses it as HCCL does; forced to SUM it runs.
+    assert report["fsdp2_avg"]["forced"] == "ran"
+    assert report["fsdp2_avg"]["default"].startswith(f"{HCCL_REFUSAL}: ReduceOp.AVG cannot run on HCCL")
+
+
+@pytest.mark.multiprocess
+def test_sharded_strategies_on_two_standin_devices(tmp_path: Path) -> None:
+    log = tmp_path / "run.log"
+    with log.open("wb") as output:
+        code = subprocess.run(
+            [sys.executable, str(SCRIPT), str(tmp_path)],
+            env=_env(),
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            timeout=500,
+        ).returncode
+    assert code == 0, log.read_text()[-4000:]
+    reports = [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in (0, 1)]
+    for report in reports:
+        _check_rank(report)
+
+    # The full checkpoint: one file, read by a Python that never imports lightning-hpu, with weights_only=True.
+    checkpoint = Path(reports[0]["fsdp"]["full_checkpoint"])
+    plain_env = {key: value for key, value in _env().items() if not key.startswith("LIGHTNING_HPU")}
+    read = subprocess.run(
+        [sys.executable, "-c", _READ_WITHOUT_HPU, str(checkpoint)], env=plain_env, capture_output=True, text=True
+    )
+    assert read.returncode == 0, read.stderr[-3000:]
+    keys, values = read.stdout.strip().splitlines()
+    assert all(key.startswith("net.") for key in keys.split(","))
+    reference = torch.tensor(reports[0]["fsdp"]["reference"])
+    assert torch.allclose(torch.tensor(json.loads(values)), reference, atol=1e-5)
+
+    # ... and it loads, strictly, into the plain model.
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        from sharded_scenarios import Net, flat
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    state = torch.load(checkpoint, map_location="cpu", weights_only=True)["state_dict"]
+    plain = Net()
+    plain.load_state_dict({key.removeprefix("net."): value for key, value in state.items()}, strict=True)
+    assert torch.allclose(flat(plain.state_dict()), reference, atol=1e-5)
+
+
+@pytest.mark.multiprocess
+def test_sharded_examples_run_on_two_standin_devices(tmp_path: Path) -> None:
+    """``examples/fsdp.py`` (with a sharded checkpoint) and ``examples/model_parallel.py``, side by side."""
+    commands = {
+        "fsdp": [str(ROOT / "examples" / "fsdp.py"), "--checkpoint", str(tmp_path / "ckpt")],
+        "model_parallel": [str(ROOT / "examples" / "model_parallel.py")],
+    }
+    runs = {
+        name: subprocess.Popen(
+            [sys.executable, *command, "--devices", "2", "--max-steps", "3"],
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for name, command in commands.items()
+    }
+    outputs = {name: run.communicate(timeout=400)[0] for name, run in runs.items()}
+    for name, run in runs.items():
+        assert run.returncode == 0, outputs[name][-3000:]
+    assert "FSDP on 2 HPUs (HPUFSDPStrategy)" in outputs["fsdp"]
+    assert (tmp_path / "ckpt" / "meta.pt").is_file()
+    assert "model parallel on 2 HPUs {'data_parallel': 1, 'tensor_parallel': 2}" in outputs["model_parallel"]

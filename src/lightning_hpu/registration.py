@@ -12,6 +12,7 @@ from lightning_hpu.accelerator import HPUAccelerator
 from lightning_hpu.fabric.accelerator import HPUAccelerator as FabricHPUAccelerator
 from lightning_hpu.fabric.strategies import HPUParallelStrategy as FabricHPUParallelStrategy
 from lightning_hpu.fabric.strategies import SingleHPUStrategy as FabricSingleHPUStrategy
+from lightning_hpu.runtime import settings
 from lightning_hpu.strategies import HPUDeepSpeedStrategy, HPUParallelStrategy, SingleHPUStrategy
 
 
@@ -28,3 +29,8 @@ def register_all() -> None:
         if fabric_strategy_cls.strategy_name not in FABRIC_STRATEGY_REGISTRY:
             fabric_strategy_cls.register_strategies(FABRIC_STRATEGY_REGISTRY)
     integration.install()
+    if settings.standin_requested():
+        # Scripts call torch.compile(backend="hpu_backend") before anything creates the backend.
+        from lightning_hpu.runtime.standin.compile_backend import register_hpu_backend
+
+        register_hpu_backend()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import habana_frameworks.torch.core as htcore
 import habana_frameworks.torch.hpu as hthpu
+import habana_frameworks.torch.hpu.metrics as htmetrics
 import torch
 from torch.optim import Optimizer
 
@@ -156,6 +157,16 @@ class BridgeBackend(HPUBackend):
             )
             return [activity.CPU]
         return [activity.CPU, activity.HPU]
+
+    def graph_compilation_count(self) -> int | None:
+        # The bridge's "graph_compilation" metric (reference section 4) counts recipes compiled in this process.
+        if not htcore.is_lazy():
+            return None
+        metric = htmetrics.metric_global("graph_compilation")
+        if metric is None:
+            return None
+        stats = dict(metric.stats())
+        return int(stats.get("TotalNumber", 0))
 
     def new_graph(self) -> GraphHandle:
         return hthpu.HPUGraph()

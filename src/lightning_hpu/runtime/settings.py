@@ -59,3 +59,13 @@ def lazy_mode_from_env() -> bool:
     """
     value = os.environ.get(LAZY_MODE_ENV, "").strip()
     return bool(value) and value != "0"
+
+
+def lazy_mode_env_value() -> str:
+    """The raw value of ``PT_HPU_LAZY_MODE`` (empty when unset), for messages."""
+    return os.environ.get(LAZY_MODE_ENV, "")
+
+
+def standin_requested() -> bool:
+    """Whether ``LIGHTNING_HPU_BACKEND`` asks for the CPU stand-in (a cheap check that never raises)."""
+    return os.environ.get(BACKEND_ENV, "").strip().lower() == "cpu"

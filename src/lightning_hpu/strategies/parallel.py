@@ -20,10 +20,11 @@ from typing_extensions import override
 
 from lightning_hpu.strategies.collectives import all_reduce_gradients_, broadcast_module_states_
 from lightning_hpu.strategies.hccl import HCCLCollectivesHooks
+from lightning_hpu.strategies.last_batch import LastBatch, LastBatchHooks, check_last_batch
 from lightning_hpu.strategies.lazy_mode import HPUStrategyHooks
 
 
-class HPUParallelStrategy(HPUStrategyHooks, HCCLCollectivesHooks):
+class HPUParallelStrategy(HPUStrategyHooks, LastBatchHooks, HCCLCollectivesHooks):
     """One process per HPU, on one or several nodes (``strategy="hpu_parallel"`` or ``"hpu_ddp"``).
 
     The Trainer picks it for ``accelerator="hpu"`` with ``devices>1`` or ``num_nodes>1``. Gradients are averaged
@@ -42,6 +43,8 @@ class HPUParallelStrategy(HPUStrategyHooks, HCCLCollectivesHooks):
             hooks; every trainable parameter gets a gradient (zeros where unused). The DDP keyword arguments and
             communication hooks do not apply and are refused.
         pipeline_forward_backward: also mark a step between forward and backward (see ``SingleHPUStrategy``).
+        last_batch: ``"warn"``, ``"pad"``, ``"drop"`` or ``"keep"`` a ragged last training batch, on each process
+            (see ``SingleHPUStrategy``).
         **kwargs: passed to ``DistributedDataParallel``: ``bucket_cap_mb`` (larger buckets mean fewer all-reduces:
             100 MB suited ResNet50 on Gaudi, 200 MB ResNext101), ``gradient_as_bucket_view=True`` (gradients are
             views into the buckets: fewer device copies, less memory), ``static_graph``,
@@ -65,8 +68,10 @@ class HPUParallelStrategy(HPUStrategyHooks, HCCLCollectivesHooks):
         timeout: timedelta | None = default_pg_timeout,
         fast_ddp: bool = False,
         pipeline_forward_backward: bool = False,
+        last_batch: LastBatch = "warn",
         **kwargs: Any,
     ) -> None:
+        self.last_batch = check_last_batch(last_batch)
         if fast_ddp:
             wrapper_only = {
                 "ddp_comm_hook": ddp_comm_hook,

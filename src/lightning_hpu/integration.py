@@ -202,8 +202,8 @@ def _install_on(connector_cls: type, fabric: bool) -> None:
 
 def _install_device_info_line() -> None:
     """Make the Trainer's ``_log_device_info`` also log :func:`~lightning_hpu.device_info.hpu_device_line`."""
-    from lightning.fabric.utilities.rank_zero import rank_zero_info
     from lightning.pytorch.trainer import setup as trainer_setup
+    from lightning.pytorch.utilities.rank_zero import rank_zero_info
 
     from lightning_hpu.device_info import hpu_device_line
 

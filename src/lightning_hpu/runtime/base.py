@@ -96,7 +96,10 @@ class HPUBackend(ABC):
     # --- execution -------------------------------------------------------------------------
     @abstractmethod
     def is_lazy(self) -> bool:
-        """Whether ops are accumulated into graphs flushed by ``mark_step`` (``PT_HPU_LAZY_MODE``)."""
+        """Whether ops are accumulated into graphs flushed by ``mark_step``: the legacy lazy mode.
+
+        Current Gaudi software runs eager unless ``PT_HPU_LAZY_MODE=1``; eager mode compiles with ``torch.compile``.
+        """
 
     @abstractmethod
     def mark_step(self) -> None:

@@ -1,6 +1,6 @@
 """Eager vs torch.compile vs regional compilation on the CPU stand-in, side by side from one run.
 
-    LIGHTNING_HPU_BACKEND=cpu python benchmarks/compile.py [--depths 2 4 8] [--steps 20]
+    LIGHTNING_HPU_BACKEND=cpu python benchmarks/compile.py [--depths 2 4 8] [--steps 10]
 
 For each depth it trains a stack of identical transformer blocks with ``hpu_backend`` three ways: eager (nothing
 compiled), the whole model compiled, and each block compiled on its own (regional, what ``HPUCompile(modules=[Block])``
@@ -73,7 +73,7 @@ def measure(depth: int, mode: str, steps: int) -> tuple[float, float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--depths", type=int, nargs="+", default=[2, 4, 8])
-    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=10)
     args = parser.parse_args()
     results = {(d, m): measure(d, m, args.steps) for d in args.depths for m in ("eager", "compiled", "regional")}
 

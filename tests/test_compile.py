@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -309,3 +313,14 @@ def test_startup_line_names_hpu(standin: Any, tmp_path: Any, hpu_lines: list[str
 def test_startup_line_without_hpu(no_hpu: None, tmp_path: Any, hpu_lines: list[str]) -> None:
     Trainer(accelerator="cpu", **quiet_trainer_kwargs(tmp_path))
     assert hpu_lines == ["HPU available: False, using: 0 HPUs"]
+
+
+def test_compile_example_runs_on_the_standin() -> None:
+    example = Path(__file__).resolve().parents[1] / "examples" / "compile.py"
+    args = ["--max-epochs", "1", "--samples", "70", "--depth", "2", "--precision", "32-true"]
+    env = {**os.environ, "LIGHTNING_HPU_BACKEND": "cpu"}
+    env.pop("PT_HPU_LAZY_MODE", None)
+    result = subprocess.run([sys.executable, str(example), *args], capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "after_warmup=0" in result.stdout
+    assert "HPU available: True (GAUDI2, eager, CPU stand-in), using: 1 HPUs" in result.stderr

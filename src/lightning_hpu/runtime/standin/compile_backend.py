@@ -120,16 +120,19 @@ def hpu_backend(graph: torch.fx.GraphModule, example_inputs: list[Any], **kwargs
 
 
 def is_registered() -> bool:
-    """Whether TorchDynamo knows a backend called ``hpu_backend`` (the stand-in's or the bridge's)."""
+    """Whether TorchDynamo knows a backend called ``hpu_backend``: registered, or offered by a package's entry point."""
     from torch._dynamo.backends import registry
 
-    return BACKEND_NAME in registry._COMPILER_FNS
+    return BACKEND_NAME in registry._COMPILER_FNS or BACKEND_NAME in registry.list_backends(exclude_tags=())
 
 
 def register_hpu_backend() -> None:
     """Register the stand-in's ``hpu_backend`` with TorchDynamo, unless a backend of that name exists (idempotent)."""
+    from torch._dynamo.backends import registry
+
     with _lock:
-        if is_registered():
+        # Only the registered names are looked at: listing entry points would import every torch backend.
+        if BACKEND_NAME in registry._COMPILER_FNS:
             return
         from torch._dynamo.backends.registry import register_backend
 

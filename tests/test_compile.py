@@ -324,3 +324,25 @@ def test_compile_example_runs_on_the_standin() -> None:
     assert result.returncode == 0, result.stderr[-3000:]
     assert "after_warmup=0" in result.stdout
     assert "HPU available: True (GAUDI2, eager, CPU stand-in), using: 1 HPUs" in result.stderr
+
+
+def test_bridge_counts_lazy_compilations_with_its_graph_compilation_metric(monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    from lightning_hpu.runtime import require_backend, reset_backend
+    from tests.test_runtime import _fake_bridge
+
+    _fake_bridge(monkeypatch, [])
+    asked: list[str] = []
+    stats = [[("TotalNumber", 3), ("TotalTime", 10)]]
+    metric = types.SimpleNamespace(stats=lambda: stats[0])
+    metrics = types.ModuleType("habana_frameworks.torch.hpu.metrics")
+    metrics.metric_global = lambda name: asked.append(name) or metric  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "habana_frameworks.torch.hpu.metrics", metrics)
+    monkeypatch.delenv("LIGHTNING_HPU_BACKEND", raising=False)
+    reset_backend()
+    backend = require_backend()
+    assert backend.graph_compilation_count() == 3
+    stats[0] = [("TotalNumber", 5)]
+    assert backend.graph_compilation_count() == 5
+    assert asked == ["graph_compilation", "graph_compilation"]

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 import habana_frameworks.torch.core as htcore
 import habana_frameworks.torch.hpu as hthpu
-import habana_frameworks.torch.hpu.metrics as htmetrics
 import torch
 from torch.optim import Optimizer
 
@@ -162,7 +161,9 @@ class BridgeBackend(HPUBackend):
         # The bridge's "graph_compilation" metric (reference section 4) counts recipes compiled in this process.
         if not htcore.is_lazy():
             return None
-        metric = htmetrics.metric_global("graph_compilation")
+        from habana_frameworks.torch.hpu.metrics import metric_global
+
+        metric = metric_global("graph_compilation")
         if metric is None:
             return None
         stats = dict(metric.stats())

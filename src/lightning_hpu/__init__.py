@@ -7,6 +7,7 @@ the CPU stand-in.
 
 from lightning_hpu.accelerator import HPUAccelerator
 from lightning_hpu.autocast_ops import set_autocast_op_lists
+from lightning_hpu.compile import HPUCompile, HPURecompileMonitor, HPUThroughputMonitor
 from lightning_hpu.fabric.precision import HPUPrecision
 from lightning_hpu.fp8 import HPUFp8Inference, fp8_finish_measurement, fp8_measure, fp8_quantize
 from lightning_hpu.hpu_graphs import HPUGraph, HPUGraphs, ModuleCacher, make_graphed_callables, wrap_in_hpu_graph
@@ -35,6 +36,7 @@ __version__ = "0.1.0"
 __all__ = [
     "HPUAccelerator",
     "HPUCheckpointIO",
+    "HPUCompile",
     "HPUDeepSpeedPrecisionPlugin",
     "HPUDeepSpeedStrategy",
     "HPUFSDPPrecisionPlugin",
@@ -50,6 +52,8 @@ __all__ = [
     "HPUPrecision",
     "HPUPrecisionPlugin",
     "HPUProfiler",
+    "HPURecompileMonitor",
+    "HPUThroughputMonitor",
     "ModuleCacher",
     "SingleHPUStrategy",
     "__version__",

@@ -286,13 +286,42 @@ def _install_sigterm_agreement() -> None:
     _wrap(_SignalConnector, "_sigterm_notifier_fn", record_signal)
 
 
+# --- the "HPU available" start-up line (beside Lightning's GPU/TPU lines) -------------------------------------
+
+
+def _install_device_info_line() -> None:
+    """Make the Trainer's ``_log_device_info`` also log :func:`~lightning_hpu.device_info.hpu_device_line`."""
+    from lightning.pytorch.trainer import setup as trainer_setup
+    from lightning.pytorch.utilities.rank_zero import rank_zero_info
+
+    from lightning_hpu.device_info import hpu_device_line
+
+    original = getattr(trainer_setup, "_log_device_info", None)
+    if not callable(original):
+        raise LightningIntegrationError(
+            f"lightning-hpu cannot integrate with Lightning {lightning.__version__}: lightning.pytorch.trainer.setup"
+            f" lacks _log_device_info (tested with Lightning {', '.join(TESTED_LIGHTNING)}); install a tested"
+            " Lightning release or a newer lightning-hpu."
+        )
+    if hasattr(original, _MARKER):
+        return
+
+    def log_device_info(trainer: Any) -> None:
+        original(trainer)
+        rank_zero_info(hpu_device_line(trainer))
+
+    setattr(log_device_info, _MARKER, original)
+    trainer_setup._log_device_info = log_device_info
+
+
 def is_installed() -> bool:
     """Whether the connectors already carry the HPU wrappers."""
     return hasattr(_AcceleratorConnector._choose_strategy, _MARKER)
 
 
 def install() -> None:
-    """Wrap the Trainer's and Fabric's connectors for HPU (idempotent)."""
+    """Wrap the Trainer's and Fabric's connectors for HPU, and add the HPU start-up line (idempotent)."""
+    _install_device_info_line()
     if is_installed():
         return
     _check_connector(_AcceleratorConnector)

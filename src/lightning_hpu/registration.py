@@ -14,6 +14,7 @@ from lightning_hpu.fabric.deepspeed import HPUDeepSpeedStrategy as FabricHPUDeep
 from lightning_hpu.fabric.sharded_strategies import HPUFSDPStrategy as FabricHPUFSDPStrategy
 from lightning_hpu.fabric.strategies import HPUParallelStrategy as FabricHPUParallelStrategy
 from lightning_hpu.fabric.strategies import SingleHPUStrategy as FabricSingleHPUStrategy
+from lightning_hpu.runtime import settings
 from lightning_hpu.strategies import HPUDeepSpeedStrategy, HPUParallelStrategy, SingleHPUStrategy
 from lightning_hpu.strategies.fsdp import HPUFSDPStrategy
 from lightning_hpu.strategies.model_parallel import HPUModelParallelStrategy
@@ -43,3 +44,8 @@ def register_all() -> None:
         if fabric_strategy_cls.strategy_name not in FABRIC_STRATEGY_REGISTRY:
             fabric_strategy_cls.register_strategies(FABRIC_STRATEGY_REGISTRY)
     integration.install()
+    if settings.standin_requested():
+        # Scripts call torch.compile(backend="hpu_backend") before anything creates the backend.
+        from lightning_hpu.runtime.standin.compile_backend import register_hpu_backend
+
+        register_hpu_backend()

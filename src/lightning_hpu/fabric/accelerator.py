@@ -71,7 +71,7 @@ class HPUAccelerator(Accelerator):
 
     @staticmethod
     def is_lazy() -> bool:
-        """Whether the HPU runs in lazy mode (``PT_HPU_LAZY_MODE``, as the bridge reads it)."""
+        """Whether the HPU runs the legacy lazy mode (``PT_HPU_LAZY_MODE=1``); current Gaudi software runs eager."""
         return require_backend().is_lazy()
 
     @staticmethod

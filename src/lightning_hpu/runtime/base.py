@@ -101,7 +101,10 @@ class HPUBackend(ABC):
     # --- execution -------------------------------------------------------------------------
     @abstractmethod
     def is_lazy(self) -> bool:
-        """Whether ops are accumulated into graphs flushed by ``mark_step`` (``PT_HPU_LAZY_MODE``)."""
+        """Whether ops are accumulated into graphs flushed by ``mark_step``: the legacy lazy mode.
+
+        Current Gaudi software runs eager unless ``PT_HPU_LAZY_MODE=1``; eager mode compiles with ``torch.compile``.
+        """
 
     @abstractmethod
     def mark_step(self) -> None:
@@ -235,6 +238,18 @@ class HPUBackend(ABC):
         max_graphs: int | None = None,
     ) -> torch.nn.Module:
         """Patch ``module.forward`` to capture and replay an inference graph per input shape."""
+
+    # --- graph compilations in lazy mode (read by HPURecompileMonitor) -------------------------
+    def watch_graph_compilations(self, enabled: bool) -> None:  # noqa: B027 (optional hook, no-op by default)
+        """Start or stop counting lazy-mode graph compilations (the stand-in models them only while asked)."""
+
+    def graph_compilation_count(self) -> int | None:
+        """Graphs compiled by the device's graph compiler so far in lazy mode, or ``None`` where not counted."""
+        return None
+
+    def last_graph_compilation_reason(self) -> str | None:
+        """Why the latest lazy-mode graph was compiled, where the backend knows."""
+        return None
 
     # --- DeepSpeed -------------------------------------------------------------------------
     @property

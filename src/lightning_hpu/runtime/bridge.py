@@ -160,6 +160,18 @@ class BridgeBackend(HPUBackend):
             return [activity.CPU]
         return [activity.CPU, activity.HPU]
 
+    def graph_compilation_count(self) -> int | None:
+        # The bridge's "graph_compilation" metric (reference section 4) counts recipes compiled in this process.
+        if not htcore.is_lazy():
+            return None
+        from habana_frameworks.torch.hpu.metrics import metric_global
+
+        metric = metric_global("graph_compilation")
+        if metric is None:
+            return None
+        stats = dict(metric.stats())
+        return int(stats.get("TotalNumber", 0))
+
     def new_graph(self) -> GraphHandle:
         return hthpu.HPUGraph()
 

@@ -92,3 +92,13 @@ def bound_module() -> int | None:
     if not raw.isdigit():
         raise ValueError(f"{MODULE_ID_ENV}={raw!r} must be an HPU module id such as 0, or unset.")
     return int(raw)
+
+
+def lazy_mode_env_value() -> str:
+    """The raw value of ``PT_HPU_LAZY_MODE`` (empty when unset), for messages."""
+    return os.environ.get(LAZY_MODE_ENV, "")
+
+
+def standin_requested() -> bool:
+    """Whether ``LIGHTNING_HPU_BACKEND`` asks for the CPU stand-in (a cheap check that never raises)."""
+    return os.environ.get(BACKEND_ENV, "").strip().lower() == "cpu"

@@ -4,7 +4,9 @@ In lazy mode the HPU accumulates ops into a graph and runs it at ``mark_step``. 
 each backward (the graph of forward + backward runs while the host prepares the optimizer step), after each
 optimizer step, and before and after each evaluation step. With ``pipeline_forward_backward`` they also mark one
 between forward and backward, so the device runs the forward while the host builds the backward (optimum-habana's
-``pipelining_fwd_bwd``; it costs device memory). Mix these classes in before the Lightning strategy they extend.
+``pipelining_fwd_bwd``; it costs device memory). In eager mode, the default of current Gaudi software
+(``PT_HPU_LAZY_MODE`` unset or ``0``), every ``mark_step`` is a no-op. Mix these classes in before the Lightning
+strategy they extend.
 """
 
 from __future__ import annotations

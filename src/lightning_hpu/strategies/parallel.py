@@ -21,10 +21,11 @@ from typing_extensions import override
 from lightning_hpu.strategies.collectives import broadcast_module_states_
 from lightning_hpu.strategies.flat_gradients import OptimizerGradients, all_reduce_gradients_, check_reduce_dtype
 from lightning_hpu.strategies.hccl import HCCLCollectivesHooks, with_gaudi_ddp_defaults
+from lightning_hpu.strategies.last_batch import LastBatch, LastBatchHooks, check_last_batch
 from lightning_hpu.strategies.lazy_mode import HPUStrategyHooks
 
 
-class HPUParallelStrategy(HPUStrategyHooks, HCCLCollectivesHooks):
+class HPUParallelStrategy(HPUStrategyHooks, LastBatchHooks, HCCLCollectivesHooks):
     """One process per HPU, on one or several nodes (``strategy="hpu_parallel"`` or ``"hpu_ddp"``).
 
     The Trainer picks it for ``accelerator="hpu"`` with ``devices>1`` or ``num_nodes>1``. Gradients are averaged
@@ -46,6 +47,8 @@ class HPUParallelStrategy(HPUStrategyHooks, HCCLCollectivesHooks):
         reduce_dtype: with ``fast_ddp``, the dtype gradients travel in: ``torch.bfloat16`` halves the bytes sent
             (as optimum-habana's fast DDP does), the result is cast back. ``None``: the gradients' own dtype.
         pipeline_forward_backward: also mark a step between forward and backward (see ``SingleHPUStrategy``).
+        last_batch: ``"warn"``, ``"pad"``, ``"drop"`` or ``"keep"`` a ragged last training batch, on each process
+            (see ``SingleHPUStrategy``).
         **kwargs: passed to ``DistributedDataParallel``: ``bucket_cap_mb`` (230 by default on HPU, as
             optimum-habana sets it: larger buckets mean fewer all-reduces), ``gradient_as_bucket_view`` (``True``
             by default on HPU: gradients are views into the buckets, fewer device copies, less memory),
@@ -71,6 +74,7 @@ class HPUParallelStrategy(HPUStrategyHooks, HCCLCollectivesHooks):
         fast_ddp: bool = False,
         reduce_dtype: torch.dtype | None = None,
         pipeline_forward_backward: bool = False,
+        last_batch: LastBatch = "warn",
         **kwargs: Any,
     ) -> None:
         check_reduce_dtype(reduce_dtype)
@@ -79,6 +83,7 @@ class HPUParallelStrategy(HPUStrategyHooks, HCCLCollectivesHooks):
                 "HPUParallelStrategy(reduce_dtype=...) applies to fast_ddp=True only; pass fast_ddp=True, or for DDP"
                 " use ddp_comm_hook=default_hooks.bf16_compress_hook."
             )
+        self.last_batch = check_last_batch(last_batch)
         if fast_ddp:
             wrapper_only = {
                 "ddp_comm_hook": ddp_comm_hook,

@@ -12,16 +12,19 @@ from lightning.pytorch.strategies.strategy import _StrategyRegistry
 from typing_extensions import override
 
 from lightning_hpu.runtime import require_backend
+from lightning_hpu.strategies.last_batch import LastBatch, LastBatchHooks, check_last_batch
 from lightning_hpu.strategies.lazy_mode import HPUStrategyHooks
 
 
-class SingleHPUStrategy(HPUStrategyHooks, SingleDeviceStrategy):
+class SingleHPUStrategy(HPUStrategyHooks, LastBatchHooks, SingleDeviceStrategy):
     """One process, one HPU (``strategy="hpu_single"``).
 
     Args:
         device: the device to train on; the HPU of this process by default.
         pipeline_forward_backward: also mark a step between forward and backward (Gaudi2: faster when the host is
             the bottleneck; uses more device memory).
+        last_batch: a ragged last training batch (a new shape: one more compilation): ``"pad"`` it with samples
+            from the start of the epoch, ``"drop"`` it, ``"keep"`` it, or ``"warn"`` once and keep it.
     """
 
     strategy_name = "hpu_single"
@@ -33,7 +36,9 @@ class SingleHPUStrategy(HPUStrategyHooks, SingleDeviceStrategy):
         checkpoint_io: CheckpointIO | None = None,
         precision_plugin: Precision | None = None,
         pipeline_forward_backward: bool = False,
+        last_batch: LastBatch = "warn",
     ) -> None:
+        self.last_batch = check_last_batch(last_batch)
         super().__init__(
             device=torch.device(device) if device is not None else require_backend().torch_device(),
             accelerator=accelerator,

@@ -16,13 +16,16 @@ from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.optim import Optimizer
 
 from lightning_hpu.runtime import settings
 from lightning_hpu.runtime.base import MEMORY_STAT_KEYS, GraphHandle, HPUBackend, HPUFeatureUnavailableError
+
+if TYPE_CHECKING:
+    from lightning_hpu.runtime.standin.lazy_graph_cache import LazyGraphCacheModel
 
 #: Device memory (HBM) of each generation, used as the stand-in's ``Limit``.
 _HBM_BYTES = {"GAUDI": 32 * 2**30, "GAUDI2": 96 * 2**30, "GAUDI3": 128 * 2**30}
@@ -42,6 +45,12 @@ class StandInCounters:
     graph_cache_hits: int = 0
     graph_cache_inserts: int = 0
     graph_cache_uncached: int = 0
+    #: torch.compile(backend="hpu_backend"): AOTAutograd graphs compiled (forward and backward), of them backward.
+    compiled_graphs: int = 0
+    compiled_backward_graphs: int = 0
+    #: Lazy mode, while a recompilation monitor watches: graph signatures compiled, and repeated ones (cache hits).
+    lazy_graph_compilations: int = 0
+    lazy_graph_cache_hits: int = 0
 
     def reset(self) -> None:
         for name in self.__dataclass_fields__:
@@ -70,6 +79,11 @@ class CPUStandInBackend(HPUBackend):
         self._lazy = settings.lazy_mode_from_env()
         self._peak_in_use = 0
         self.counters = StandInCounters()
+        self._graph_cache: LazyGraphCacheModel | None = None
+        self._watchers = 0
+        from lightning_hpu.runtime.standin.compile_backend import register_hpu_backend
+
+        register_hpu_backend()
 
     def is_available(self) -> bool:
         return True
@@ -147,12 +161,36 @@ class CPUStandInBackend(HPUBackend):
     def mark_step(self) -> None:
         if self._lazy:
             self.counters.mark_steps += 1
+            if self._graph_cache is not None:
+                self._graph_cache.end_graph()
 
     def synchronize(self) -> None:
         self.counters.synchronizes += 1
         if self._lazy:
             # On the bridge, synchronize in lazy mode also triggers a step marker.
-            self.counters.mark_steps += 1
+            self.mark_step()
+
+    def watch_graph_compilations(self, enabled: bool) -> None:
+        # The model of the graph compiler's cache records every op, so it runs only while a monitor watches.
+        if not self._lazy:
+            return
+        if enabled:
+            self._watchers += 1
+            if self._graph_cache is None:
+                from lightning_hpu.runtime.standin.lazy_graph_cache import LazyGraphCacheModel
+
+                self._graph_cache = LazyGraphCacheModel(self.counters)
+            self._graph_cache.start()
+        else:
+            self._watchers = max(0, self._watchers - 1)
+            if self._watchers == 0 and self._graph_cache is not None:
+                self._graph_cache.stop()
+
+    def graph_compilation_count(self) -> int | None:
+        return self.counters.lazy_graph_compilations if self._lazy else None
+
+    def last_graph_compilation_reason(self) -> str | None:
+        return self._graph_cache.last_reason if self._graph_cache is not None else None
 
     def memory_stats(self) -> dict[str, int]:
         in_use = _resident_bytes()

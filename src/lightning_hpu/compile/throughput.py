@@ -1,0 +1,75 @@
+"""``HPUThroughputMonitor``: Lightning's ``ThroughputMonitor`` timed correctly on an HPU.
+
+Lightning's monitor synchronizes only CUDA before reading the clock; on an HPU it would time how fast the host
+queues work, not how fast the device runs it. This one waits for the HPU first. It also leaves the first
+``warmup_steps`` batches of each stage out of the measurement: on a Gaudi they include graph compilation, which would
+make the throughput of a short run meaningless.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import lightning.pytorch as pl
+from lightning.pytorch.callbacks import ThroughputMonitor
+from typing_extensions import override
+
+from lightning_hpu.compile.monitor import check_warmup_steps
+from lightning_hpu.runtime import require_backend
+
+
+class HPUThroughputMonitor(ThroughputMonitor):
+    """Throughput (batches, samples, FLOPs per second) of HPU runs, without the warm-up steps.
+
+    Args:
+        batch_size_fn: the number of samples in a batch.
+        length_fn: the number of items (e.g. tokens) in a batch's samples.
+        warmup_steps: batches of each stage left out at its start (compilation).
+        **kwargs: passed to Lightning's ``Throughput`` (``window_size``, ``separator``).
+    """
+
+    def __init__(
+        self,
+        batch_size_fn: Callable[[Any], int],
+        length_fn: Callable[[Any], int] | None = None,
+        warmup_steps: int = 3,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(batch_size_fn=batch_size_fn, length_fn=length_fn, **kwargs)
+        self.warmup_steps = check_warmup_steps(warmup_steps)
+        self._warmup_seen: dict[Any, int] = {}
+
+    def _synchronize(self, trainer: pl.Trainer) -> None:
+        from lightning_hpu.accelerator import HPUAccelerator
+
+        if isinstance(trainer.accelerator, HPUAccelerator):
+            require_backend().synchronize()
+
+    @override
+    def _start(self, trainer: pl.Trainer) -> None:
+        super()._start(trainer)
+        stage = trainer.state.stage
+        if stage in self._samples and self._samples[stage] == 0:
+            self._warmup_seen[stage] = 0
+
+    @override
+    def _update(self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any, iter_num: int) -> None:
+        self._synchronize(trainer)
+        stage = trainer.state.stage
+        assert stage is not None
+        seen = self._warmup_seen.get(stage, 0)
+        if seen < self.warmup_steps:
+            # A warm-up batch: not measured; the clock restarts when it is done.
+            self._warmup_seen[stage] = seen + 1
+            self._t0s[stage] = time.perf_counter()
+            return
+        super()._update(trainer, pl_module, batch, iter_num)
+
+    @override
+    def _compute(self, trainer: pl.Trainer, iter_num: int | None = None) -> None:
+        stage = trainer.state.stage
+        if stage is None or self._batches.get(stage, 0) == 0:
+            return  # nothing measured yet (still warming up)
+        super()._compute(trainer, iter_num)

@@ -1,0 +1,139 @@
+"""``torch.compile(model, backend="hpu_backend")`` on the CPU stand-in.
+
+On a Gaudi the bridge registers ``hpu_backend``: TorchDynamo captures graphs, AOTAutograd splits them into forward and
+backward, and Habana's graph compiler builds a recipe for each. Here the same name runs TorchDynamo and AOTAutograd
+for real (so graph breaks, guards and recompilations happen exactly as on the device) and then executes the
+AOTAutograd graphs eagerly on the CPU, like torch's ``aot_eager`` backend. That keeps tests fast: no code generation
+and no C++ compiler, while every step above the device compiler is the real one. Options take the bridge's keys
+(``hpu_backend_config``); an unknown key is refused, as the bridge's config patch refuses it.
+
+:func:`register_hpu_backend` is public and idempotent: the stand-in calls it when it is created, ``import
+lightning_hpu`` calls it when ``LIGHTNING_HPU_BACKEND=cpu`` is set, and the emulation of ``habana_frameworks`` may
+call it too.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+
+from lightning_hpu.runtime import settings
+
+#: The name the bridge registers with TorchDynamo (its only non-legacy backend).
+BACKEND_NAME = "hpu_backend"
+
+#: Keys of the bridge's ``compile_backend/config.py`` that ``options=`` may set (bridge 1.19).
+BRIDGE_OPTION_KEYS = frozenset(
+    {
+        "use_compiled_recipes",
+        "decomposition_mode",
+        "keep_input_mutations",
+        "use_eager_fallback",
+        "use_graph_freezing",
+        "discard_frozen_params",
+        "remove_unnecessary_clones",
+        "use_inplace_allreduce",
+        "use_inplace_index_copy",
+        "inference",
+        "enable_sfg",
+        "use_cpp_partitioner",
+        "enable_allreduce_graph_split",
+        "force_static_compile",
+        "reinplace_add",
+        "reassign_full_copy",
+        "reassign_copy_",
+        "use_boxed_input",
+    }
+)
+
+_lock = threading.Lock()
+
+
+class CompileInLazyModeError(RuntimeError):
+    """``torch.compile`` was asked for while the HPU runs in the legacy lazy mode."""
+
+
+def lazy_mode_refusal() -> str:
+    """The one sentence that says why compiling is refused in lazy mode."""
+    return (
+        f"torch.compile(backend='{BACKEND_NAME}') needs eager mode, but this process runs the legacy lazy mode"
+        f" ({settings.LAZY_MODE_ENV}={settings.lazy_mode_env_value()!r}); set {settings.LAZY_MODE_ENV}=0 (or unset"
+        " it) before starting Python."
+    )
+
+
+def check_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The compile options as a dict, refusing keys the bridge's backend does not know."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise TypeError(f"`options` must be a dict of hpu_backend settings, got {type(options).__name__}.")
+    unknown = sorted(set(options) - BRIDGE_OPTION_KEYS)
+    if unknown:
+        raise ValueError(
+            f"`options` has keys {unknown} that hpu_backend does not know; use keys of the bridge's"
+            f" hpu_backend_config: {', '.join(sorted(BRIDGE_OPTION_KEYS))}."
+        )
+    return dict(options)
+
+
+def _standin_counters() -> Any:
+    """The stand-in's counters, when the stand-in is the active backend (to count compiled graphs)."""
+    from lightning_hpu.runtime import get_backend
+
+    return getattr(get_backend(), "counters", None)
+
+
+def _counting_compiler(kind: str) -> Callable[[torch.fx.GraphModule, list[Any]], Callable[..., Any]]:
+    """An AOTAutograd compiler that runs the graph eagerly and counts it as one compiled recipe."""
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    def compile_graph(graph: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+        counters = _standin_counters()
+        if counters is not None:
+            counters.compiled_graphs += 1
+            if kind == "backward":
+                counters.compiled_backward_graphs += 1
+        return make_boxed_func(graph.forward)
+
+    return compile_graph
+
+
+def hpu_backend(graph: torch.fx.GraphModule, example_inputs: list[Any], **kwargs: Any) -> Callable[..., Any]:
+    """The stand-in's ``hpu_backend``: real TorchDynamo + AOTAutograd, graphs executed eagerly on the CPU."""
+    from lightning_hpu.runtime import get_backend
+
+    backend = get_backend()
+    if backend is not None and backend.is_lazy():
+        raise CompileInLazyModeError(lazy_mode_refusal())
+    options = check_options(kwargs.get("options"))
+    from torch._dynamo.backends.common import aot_autograd
+
+    return aot_autograd(
+        fw_compiler=_counting_compiler("forward"),
+        bw_compiler=_counting_compiler("backward"),
+        keep_inference_input_mutations=bool(options.get("keep_input_mutations", True)),
+    )(graph, example_inputs)
+
+
+def is_registered() -> bool:
+    """Whether TorchDynamo knows a backend called ``hpu_backend``: registered, or offered by a package's entry point."""
+    from torch._dynamo.backends import registry
+
+    return BACKEND_NAME in registry._COMPILER_FNS or BACKEND_NAME in registry.list_backends(exclude_tags=())
+
+
+def register_hpu_backend() -> None:
+    """Register the stand-in's ``hpu_backend`` with TorchDynamo, unless a backend of that name exists (idempotent)."""
+    from torch._dynamo.backends import registry
+
+    with _lock:
+        # Only the registered names are looked at: listing entry points would import every torch backend.
+        if BACKEND_NAME in registry._COMPILER_FNS:
+            return
+        from torch._dynamo.backends.registry import register_backend
+
+        register_backend(compiler_fn=hpu_backend, name=BACKEND_NAME)

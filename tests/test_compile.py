@@ -184,9 +184,11 @@ def test_hpu_compile_refusals(standin: Any, tmp_path: Any) -> None:
         )
 
 
-def _monitored_fit(tmp_path: Any, compile_model: bool, **model_kwargs: Any) -> tuple[HPURecompileMonitor, list[Any]]:
+def _monitored_fit(
+    tmp_path: Any, compile_model: bool, dynamic: bool | None = False, **model_kwargs: Any
+) -> tuple[HPURecompileMonitor, list[Any]]:
     monitor = HPURecompileMonitor(warmup_steps=3)
-    callbacks: list[Any] = [monitor, HPUCompile(dynamic=False)] if compile_model else [monitor]
+    callbacks: list[Any] = [monitor, HPUCompile(dynamic=dynamic)] if compile_model else [monitor]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         _trainer(tmp_path, max_steps=8, callbacks=callbacks).fit(BlockModel(**model_kwargs))
@@ -206,6 +208,17 @@ def test_monitor_eager_compile_changing_shapes_warns_once(standin: Any, tmp_path
     assert sum(monitor.per_step[3:]) > 0
     assert len(warned) == 1
     assert "training step 3" in str(warned[0].message) and "size mismatch" in str(warned[0].message)
+
+
+def test_monitor_counts_a_recipe_per_shape_when_dynamo_goes_dynamic(standin: Any, tmp_path: Any) -> None:
+    # dynamic=None: Dynamo makes the changing size symbolic and stops recompiling, but the device's graph compiler
+    # builds a recipe for every new shape, so compilations go on and the monitor warns.
+    monitor, warned = _monitored_fit(tmp_path, compile_model=True, dynamic=None, vary=True)
+    assert all(count >= 1 for count in monitor.per_step[:7])  # sizes 1..7: each a new recipe
+    assert len(warned) == 1 and "training step 3" in str(warned[0].message)
+    assert standin.counters.compiled_recipes >= 7
+    fixed, quiet = _monitored_fit(tmp_path, compile_model=True, dynamic=None)
+    assert sum(fixed.per_step[3:]) == 0 and not quiet
 
 
 def test_monitor_survives_dynamo_reset(standin: Any, tmp_path: Any) -> None:

@@ -26,9 +26,17 @@ class CompilationSource(Protocol):
 
 
 class DynamoCompilations:
-    """Counts graphs TorchDynamo compiles (eager mode + ``torch.compile``), whatever the backend."""
+    """Counts graphs compiled in eager mode + ``torch.compile``: TorchDynamo's, and the device's recipes per shape.
 
-    def __init__(self) -> None:
+    TorchDynamo compiles a graph once per guard set; with ``dynamic=None`` it makes a changing size symbolic after
+    the first change and stops recompiling. The device's graph compiler still builds a recipe for every concrete
+    shape, so where the backend counts those (:meth:`HPUBackend.graph_compilation_count`), a step's count is the
+    larger of the two (each first compilation shows up in both, so they are not added).
+    """
+
+    def __init__(self, backend: HPUBackend | None = None) -> None:
+        self._backend = backend
+        self._recipes_at_mark = 0
         self._events = 0
         self._events_at_mark = 0
         self._graphs_at_mark = 0
@@ -69,8 +77,13 @@ class DynamoCompilations:
 
         return dict(getattr(utils, "guard_failures", {}))
 
+    def _recipes(self) -> int:
+        count = self._backend.graph_compilation_count() if self._backend is not None else None
+        return count or 0
+
     def mark(self) -> None:
         self._listen()
+        self._recipes_at_mark = self._recipes()
         self._events_at_mark = self._events
         self._graphs_at_mark = self._unique_graphs()
         self._reasons_at_mark = {code: len(reasons) for code, reasons in self._guard_failures().items()}
@@ -78,8 +91,11 @@ class DynamoCompilations:
     def since_mark(self) -> tuple[int, str | None]:
         events = self._events - self._events_at_mark
         graphs = self._unique_graphs() - self._graphs_at_mark
-        count = max(events, graphs if graphs >= 0 else 0)
+        recipes = max(0, self._recipes() - self._recipes_at_mark)
+        count = max(events, graphs if graphs >= 0 else 0, recipes)
         reason = None
+        if recipes > max(events, graphs):
+            reason = "a new input shape for a compiled graph (the graph compiler builds one recipe per shape)"
         for code, reasons in self._guard_failures().items():
             new = reasons[self._reasons_at_mark.get(code, 0) :]
             if new:
@@ -128,4 +144,4 @@ class DeviceCompilations:
 
 def compilation_source(backend: HPUBackend) -> CompilationSource:
     """The source that sees this process's compilations: the device's in lazy mode, Dynamo's in eager mode."""
-    return DeviceCompilations(backend) if backend.is_lazy() else DynamoCompilations()
+    return DeviceCompilations(backend) if backend.is_lazy() else DynamoCompilations(backend)

@@ -244,7 +244,11 @@ class HPUBackend(ABC):
         """Start or stop counting lazy-mode graph compilations (the stand-in models them only while asked)."""
 
     def graph_compilation_count(self) -> int | None:
-        """Graphs compiled by the device's graph compiler so far in lazy mode, or ``None`` where not counted."""
+        """Graphs (recipes) the device's graph compiler built so far, or ``None`` where not counted.
+
+        In lazy mode: one per new graph signature between step markers. In eager mode with ``torch.compile``: one
+        per compiled graph and concrete input shapes (where the backend counts it; the stand-in does).
+        """
         return None
 
     def last_graph_compilation_reason(self) -> str | None:

@@ -48,6 +48,8 @@ class StandInCounters:
     #: torch.compile(backend="hpu_backend"): AOTAutograd graphs compiled (forward and backward), of them backward.
     compiled_graphs: int = 0
     compiled_backward_graphs: int = 0
+    #: torch.compile: device recipes, one per forward graph and concrete input shapes (the graph compiler is static).
+    compiled_recipes: int = 0
     #: Lazy mode, while a recompilation monitor watches: graph signatures compiled, and repeated ones (cache hits).
     lazy_graph_compilations: int = 0
     lazy_graph_cache_hits: int = 0
@@ -187,7 +189,7 @@ class CPUStandInBackend(HPUBackend):
                 self._graph_cache.stop()
 
     def graph_compilation_count(self) -> int | None:
-        return self.counters.lazy_graph_compilations if self._lazy else None
+        return self.counters.lazy_graph_compilations if self._lazy else self.counters.compiled_recipes
 
     def last_graph_compilation_reason(self) -> str | None:
         return self._graph_cache.last_reason if self._graph_cache is not None else None

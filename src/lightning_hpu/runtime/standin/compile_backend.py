@@ -87,17 +87,45 @@ def _standin_counters() -> Any:
     return getattr(get_backend(), "counters", None)
 
 
+def _shape_signature(args: list[Any]) -> tuple[Any, ...]:
+    """The concrete shapes (and integer sizes) a compiled graph is called with: what a device recipe is built for."""
+    return tuple(tuple(arg.shape) if isinstance(arg, torch.Tensor) else arg for arg in args if not callable(arg))
+
+
+def _counting_recipes(run: Callable[..., Any], counters: Any) -> Callable[..., Any]:
+    """``run`` (a boxed graph), counting one recipe per new concrete input-shape signature.
+
+    Habana's graph compiler builds a recipe for static shapes (refined dynamic shapes are off by default), so a
+    graph that TorchDynamo compiled once with symbolic sizes still costs the device a compilation for each new
+    shape it meets. ``counters.compiled_recipes`` counts those, the first shape included.
+    """
+    seen: set[tuple[Any, ...]] = set()
+
+    def run_counting(args: list[Any]) -> Any:
+        signature = _shape_signature(args)
+        if signature not in seen:
+            seen.add(signature)
+            counters.compiled_recipes += 1
+        return run(args)
+
+    run_counting._boxed_call = True  # type: ignore[attr-defined]  # AOTAutograd's boxed calling convention
+    return run_counting
+
+
 def _counting_compiler(kind: str) -> Callable[[torch.fx.GraphModule, list[Any]], Callable[..., Any]]:
-    """An AOTAutograd compiler that runs the graph eagerly and counts it as one compiled recipe."""
+    """An AOTAutograd compiler that runs the graph eagerly, counting graphs and (forward) recipes per shape."""
     from torch._functorch.aot_autograd import make_boxed_func
 
     def compile_graph(graph: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
         counters = _standin_counters()
-        if counters is not None:
-            counters.compiled_graphs += 1
-            if kind == "backward":
-                counters.compiled_backward_graphs += 1
-        return make_boxed_func(graph.forward)
+        run = make_boxed_func(graph.forward)
+        if counters is None:
+            return run
+        counters.compiled_graphs += 1
+        if kind == "backward":
+            counters.compiled_backward_graphs += 1
+            return run
+        return _counting_recipes(run, counters)
 
     return compile_graph
 

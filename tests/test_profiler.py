@@ -100,7 +100,7 @@ def _heaviest_operator_rows(report: str) -> list[tuple[str, float]]:
     for line in lines:
         if line.startswith("-"):
             break
-        name, calls, self_cpu, *_ = re.split(r"\s{2,}", line.strip())
+        name, _calls, self_cpu, *_ = re.split(r"\s{2,}", line.strip())
         rows.append((name, float(self_cpu)))
     return rows
 

@@ -31,7 +31,6 @@ from lightning_hpu.hpu_graphs.rules import (
 )
 from lightning_hpu.hpu_graphs.wrappers import ModuleCacher, wrap_in_hpu_graph
 
-
 _UNSET = object()
 
 

@@ -84,8 +84,9 @@ def test_devices_errors_give_the_true_hpu_count(emulated: int, monkeypatch: pyte
     monkeypatch.setenv("LIGHTNING_HPU_CPU_DEVICES", str(emulated))
     reset_backend()
     for devices in (0, "x", []):
+        message = rf"`devices={re.escape(repr(devices))}` .* for all {emulated} visible HPU\(s\)"
         for build in (_trainer, Fabric):
-            with pytest.raises(ValueError, match=rf"`devices={re.escape(repr(devices))}` .* for all {emulated} visible HPU\(s\)"):
+            with pytest.raises(ValueError, match=message):
                 build(accelerator="hpu", devices=devices)
 
 

@@ -17,6 +17,7 @@ from typing_extensions import override
 from lightning_hpu.runtime import require_backend
 from lightning_hpu.strategies.hccl import FabricHCCLCollectivesHooks
 from lightning_hpu.strategies.lazy_mode import FabricHPUStrategyHooks
+from lightning_hpu.strategies.start_methods import check_start_method
 
 
 class SingleHPUStrategy(FabricHPUStrategyHooks, SingleDeviceStrategy):
@@ -48,7 +49,8 @@ class HPUParallelStrategy(FabricHPUStrategyHooks, FabricHCCLCollectivesHooks):
     """Fabric strategy for several HPUs and nodes: DDP over HCCL (``strategy="hpu_parallel"`` or ``"hpu_ddp"``).
 
     ``**kwargs`` go to ``DistributedDataParallel`` (``bucket_cap_mb``, ``gradient_as_bucket_view``,
-    ``static_graph``, ``find_unused_parameters``); see the Trainer's :class:`lightning_hpu.HPUParallelStrategy`.
+    ``static_graph``, ``find_unused_parameters``); ``start_method`` is ``"popen"`` or ``"spawn"``; see the Trainer's
+    :class:`lightning_hpu.HPUParallelStrategy`.
     """
 
     strategy_name = "hpu_parallel"
@@ -62,8 +64,10 @@ class HPUParallelStrategy(FabricHPUStrategyHooks, FabricHCCLCollectivesHooks):
         precision: Precision | None = None,
         process_group_backend: str | None = None,
         timeout: timedelta | None = default_pg_timeout,
+        start_method: str = "popen",
         **kwargs: Any,
     ) -> None:
+        check_start_method(start_method, type(self).__name__)
         super().__init__(
             accelerator=accelerator,
             parallel_devices=parallel_devices,
@@ -72,7 +76,7 @@ class HPUParallelStrategy(FabricHPUStrategyHooks, FabricHCCLCollectivesHooks):
             precision=precision,
             process_group_backend=process_group_backend,
             timeout=timeout,
-            start_method="popen",
+            start_method=start_method,  # type: ignore[arg-type]  # checked above
             **kwargs,
         )
 

@@ -21,6 +21,7 @@ from typing_extensions import override
 from lightning_hpu.strategies.collectives import all_reduce_gradients_, broadcast_module_states_
 from lightning_hpu.strategies.hccl import HCCLCollectivesHooks
 from lightning_hpu.strategies.lazy_mode import HPUStrategyHooks
+from lightning_hpu.strategies.start_methods import check_start_method
 
 
 class HPUParallelStrategy(HPUStrategyHooks, HCCLCollectivesHooks):
@@ -42,6 +43,9 @@ class HPUParallelStrategy(HPUStrategyHooks, HCCLCollectivesHooks):
             hooks; every trainable parameter gets a gradient (zeros where unused). The DDP keyword arguments and
             communication hooks do not apply and are refused.
         pipeline_forward_backward: also mark a step between forward and backward (see ``SingleHPUStrategy``).
+        start_method: ``"popen"`` (re-run the script once per HPU) or ``"spawn"`` (Python processes that import the
+            main module; needs a ``__main__`` guard and picklable arguments). ``"fork"`` and ``"forkserver"`` are
+            refused: a forked child cannot use the parent's Habana runtime.
         **kwargs: passed to ``DistributedDataParallel``: ``bucket_cap_mb`` (larger buckets mean fewer all-reduces:
             100 MB suited ResNet50 on Gaudi, 200 MB ResNext101), ``gradient_as_bucket_view=True`` (gradients are
             views into the buckets: fewer device copies, less memory), ``static_graph``,
@@ -65,8 +69,10 @@ class HPUParallelStrategy(HPUStrategyHooks, HCCLCollectivesHooks):
         timeout: timedelta | None = default_pg_timeout,
         fast_ddp: bool = False,
         pipeline_forward_backward: bool = False,
+        start_method: str = "popen",
         **kwargs: Any,
     ) -> None:
+        check_start_method(start_method, type(self).__name__)
         if fast_ddp:
             wrapper_only = {
                 "ddp_comm_hook": ddp_comm_hook,
@@ -91,7 +97,7 @@ class HPUParallelStrategy(HPUStrategyHooks, HCCLCollectivesHooks):
             model_averaging_period=model_averaging_period,
             process_group_backend=process_group_backend,
             timeout=timeout,
-            start_method="popen",
+            start_method=start_method,  # type: ignore[arg-type]  # checked above
             **kwargs,
         )
         self.fast_ddp = fast_ddp

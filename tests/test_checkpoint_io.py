@@ -158,3 +158,29 @@ def test_temporary_files_of_live_writers_and_other_hosts_are_kept(tmp_path: Path
     assert sorted(p.name for p in removed) == sorted(remove)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(keep)
     assert remove_orphaned_temporary_files(tmp_path / "missing") == []
+
+
+@pytest.mark.usefixtures("standin")
+def test_the_strategy_setup_cleans_the_checkpoint_directory_before_the_run(tmp_path: Path) -> None:
+    from lightning.pytorch import Callback, Trainer
+    from lightning.pytorch.callbacks import ModelCheckpoint
+    from lightning.pytorch.demos.boring_classes import BoringModel
+
+    host, me, start = this_host(), os.getpid(), process_start_time(os.getpid())
+    orphan = tmp_path / f".last.ckpt.{host}.{2**22 + 12345}.7.0123abcd.tmp"  # above Linux's largest pid: dead
+    live = tmp_path / f".last.ckpt.{host}.{me}.{start}.89abcdef.tmp"
+    for path in (orphan, live):
+        path.write_bytes(b"partial")
+    seen: list[list[str]] = []
+
+    class SeeDirectory(Callback):
+        def on_train_start(self, trainer: Trainer, pl_module: Any) -> None:
+            seen.append(sorted(p.name for p in tmp_path.iterdir()))
+
+    never_saves = ModelCheckpoint(dirpath=tmp_path, save_top_k=0, save_last=False)
+    trainer = Trainer(
+        accelerator="hpu", devices=1, max_steps=1, callbacks=[never_saves, SeeDirectory()], logger=False,
+        enable_progress_bar=False, enable_model_summary=False, limit_val_batches=0,
+    )  # fmt: skip
+    trainer.fit(BoringModel())
+    assert seen == [[live.name]]

@@ -2,7 +2,8 @@
 
 A save writes ``.<name>.<host>.<pid>.<start>.<token>.tmp`` beside the checkpoint and renames it over the checkpoint
 when complete. A process killed mid-save (SIGKILL, OOM killer, preemption) cannot remove its file; the next save to
-the same directory does, provided the file was written on this host and its writer no longer runs. ``<start>`` is
+the same directory does (and so does the setup of every HPU Trainer strategy, for its checkpoint directories),
+provided the file was written on this host and its writer no longer runs. ``<start>`` is
 the writer's start time (Linux ``/proc``), so a new process that got the dead writer's pid does not keep its file
 alive. Files of other hosts (shared file systems) and of live writers (other ranks, other jobs) are never touched.
 """

@@ -62,6 +62,8 @@ def test_example_trains_on_the_stand_in_and_refuses_without_it(tmp_path: Path) -
     assert float(fields["test_acc"]) > 0.9
     assert int(fields["predictions"]) == 64
     assert Path(fields["checkpoint"]).is_file()
+    # Lightning's layout under the root directory, with lightning_logs once: lightning_logs/version_0/checkpoints/
+    assert Path(fields["checkpoint"]).relative_to(tmp_path).parts[:3] == ("lightning_logs", "version_0", "checkpoints")
 
 
 @pytest.mark.skipif(bridge_installed(), reason="this machine has the Gaudi bridge")

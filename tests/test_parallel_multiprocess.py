@@ -44,12 +44,13 @@ def _env(devices: int, **extra: str) -> dict[str, str]:
 
 def _launch(out: Path, devices: int, num_nodes: int, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     out.mkdir(parents=True, exist_ok=True)
-    return subprocess.Popen(
-        [sys.executable, str(SCRIPT), str(out), str(devices), str(num_nodes)],
-        env=env,
-        stdout=log.open("wb"),
-        stderr=subprocess.STDOUT,
-    )
+    with log.open("wb") as output:  # the child writes to its own copy of the file descriptor
+        return subprocess.Popen(
+            [sys.executable, str(SCRIPT), str(out), str(devices), str(num_nodes)],
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
 
 
 def _check_rank(report: dict[str, Any]) -> None:

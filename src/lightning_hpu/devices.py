@@ -42,7 +42,12 @@ def _visible_count() -> int | None:
 
 def check_devices_syntax(devices: Any) -> None:
     """Reject values that can never name HPUs (0, negative counts, floats, empty lists) before anything starts."""
-    _parse(devices, available=None, count=_visible_count())
+    try:
+        _parse(devices, available=None, count=None)
+    except ValueError:
+        # Only now ask the backend how many HPUs there are, for the message: valid values start nothing early.
+        _parse(devices, available=None, count=_visible_count())
+        raise
 
 
 def parse_hpu_devices(devices: Any, available: int | None) -> int:

@@ -3,14 +3,17 @@
 A save writes ``.<name>.<host>.<pid>.<start>.<token>.tmp`` beside the checkpoint and renames it over the checkpoint
 when complete. A process killed mid-save (SIGKILL, OOM killer, preemption) cannot remove its file; the next save to
 the same directory does (and so does the setup of every HPU Trainer strategy, for its checkpoint directories),
-provided the file was written on this host and its writer no longer runs. ``<start>`` is
-the writer's start time (Linux ``/proc``), so a new process that got the dead writer's pid does not keep its file
-alive. Files of other hosts (shared file systems) and of live writers (other ranks, other jobs) are never touched.
+provided the file was written on this host and its writer no longer runs. ``<host>`` is the host name plus a tag of
+the kernel boot and pid namespace, so pids are compared only where they name the same processes (not across
+machines that share a host name, containers, or reboots). ``<start>`` is the writer's start time (Linux ``/proc``),
+so a new process that got the dead writer's pid does not keep its file alive. Files of other hosts (shared file
+systems) and of live writers (other ranks, other jobs) are never touched.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import socket
@@ -21,9 +24,28 @@ _SUFFIX = ".tmp"
 _NAME = re.compile(r"^\.(?P<name>.+)\.(?P<host>[A-Za-z0-9-]+)\.(?P<pid>\d+)\.(?P<start>\d+)\.[0-9a-f]{8}\.tmp$")
 
 
+def _pid_space() -> str:
+    """A short tag for the space this process's pids live in: the running kernel (boot) and the pid namespace.
+
+    Two containers may share a host name, or a host but not their pids; a pid names the same process only within
+    one pid namespace of one boot. Empty where Linux's ``/proc`` does not tell.
+    """
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
+    return hashlib.sha1(f"{boot}/{namespace}".encode()).hexdigest()[:8]
+
+
 def this_host() -> str:
-    """The host name as it appears in temporary file names (letters, digits and ``-`` only)."""
-    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname()) or "unknown-host"
+    """The writer's host as temporary file names carry it: the host name (letters, digits, ``-``) and the pid space.
+
+    Only files carrying this exact value are checked against this machine's processes.
+    """
+    name = re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname()) or "unknown-host"
+    space = _pid_space()
+    return f"{name}-{space}" if space else name
 
 
 def process_start_time(pid: int) -> int | None:

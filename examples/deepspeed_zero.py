@@ -93,7 +93,9 @@ def cpu_adam_built() -> bool:
     """Whether DeepSpeed's cpu_adam op came prebuilt with DeepSpeed or was compiled here before."""
     from deepspeed.git_version_info import installed_ops
 
-    return bool(installed_ops.get("cpu_adam")) or any(extensions_root().glob("*/cpu_adam/cpu_adam*.so"))
+    # torch builds into <root>/cpu_adam with TORCH_EXTENSIONS_DIR set, else into <root>/py<version>_<device>/cpu_adam.
+    builds = (*extensions_root().glob("cpu_adam/cpu_adam*.so"), *extensions_root().glob("*/cpu_adam/cpu_adam*.so"))
+    return bool(installed_ops.get("cpu_adam")) or bool(builds)
 
 
 def dataloader(samples: int = 64, batch_size: int = 8) -> DataLoader:

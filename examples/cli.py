@@ -1,6 +1,6 @@
 """LightningCLI entry point for the example classifier.
 
-LIGHTNING_HPU_BACKEND=cpu python examples/cli.py fit --config examples/cli_config.yaml
+LIGHTNING_HPU_BACKEND=cpu .venv/bin/python examples/cli.py fit --config examples/cli_config.yaml
 """
 
 from __future__ import annotations

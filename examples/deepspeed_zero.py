@@ -2,13 +2,16 @@
 
 On a Gaudi::
 
-    python examples/deepspeed_zero.py --stage 2 --devices 8
+    .venv/bin/python examples/deepspeed_zero.py --stage 2 --devices 8
 
 Without one, on the CPU stand-in (two emulated HPUs)::
 
-    LIGHTNING_HPU_BACKEND=cpu LIGHTNING_HPU_CPU_DEVICES=2 python examples/deepspeed_zero.py --stage 2 --devices 2
+    LIGHTNING_HPU_BACKEND=cpu LIGHTNING_HPU_CPU_DEVICES=2 \
+        .venv/bin/python examples/deepspeed_zero.py --stage 2 --devices 2
 
-``--offload`` moves the optimizer state to the host (ZeRO-Offload; stage 3 also offloads the parameters),
+``--offload`` moves the optimizer state to the host (ZeRO-Offload; stage 3 also offloads the parameters) and
+steps it with DeepSpeed's CPU Adam, a C++ extension DeepSpeed compiles on first use (minutes, once: the build is
+kept under ``TORCH_EXTENSIONS_DIR``, by default ``~/.cache/torch_extensions``);
 ``--activation-checkpointing`` recomputes the second layer's activations in backward with DeepSpeed's
 ``checkpoint``. ``--config examples/deepspeed_bf16_zero2.json --accumulate-grad-batches 2 --devices 2`` runs
 the DeepSpeed JSON config of the Lightning HPU docs (bf16, ZeRO-2, WarmupDecayLR). ``--out DIR`` writes each
@@ -18,6 +21,7 @@ rank's losses and final weights there (``rank<N>.pt``).
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 import torch
@@ -66,9 +70,32 @@ class RegressionModel(LightningModule):
             # ZeRO-Offload steps the optimizer on the host: DeepSpeed's CPU Adam (compiled on first use).
             from deepspeed.ops.adam import DeepSpeedCPUAdam
 
+            if self.trainer.is_global_zero and not cpu_adam_built():
+                print(
+                    "Building DeepSpeed's cpu_adam extension (C++, for the host-side Adam of ZeRO-Offload): this takes"
+                    f" a few minutes, once; later runs reuse the build in {extensions_root()}.",
+                    flush=True,
+                )
+
             return DeepSpeedCPUAdam(self.parameters(), lr=self.lr)
         # A torch optimizer: DeepSpeed needs no compiled op for it (`zero_allow_untested_optimizer`).
         return torch.optim.SGD(self.parameters(), lr=self.lr)
+
+
+def extensions_root() -> Path:
+    """Where torch keeps compiled extensions: ``TORCH_EXTENSIONS_DIR``, else its default (``~/.cache/...``)."""
+    from torch.utils.cpp_extension import get_default_build_root
+
+    return Path(os.environ.get("TORCH_EXTENSIONS_DIR") or get_default_build_root())
+
+
+def cpu_adam_built() -> bool:
+    """Whether DeepSpeed's cpu_adam op came prebuilt with DeepSpeed or was compiled here before."""
+    from deepspeed.git_version_info import installed_ops
+
+    # torch builds into <root>/cpu_adam with TORCH_EXTENSIONS_DIR set, else into <root>/py<version>_<device>/cpu_adam.
+    builds = (*extensions_root().glob("cpu_adam/cpu_adam*.so"), *extensions_root().glob("*/cpu_adam/cpu_adam*.so"))
+    return bool(installed_ops.get("cpu_adam")) or bool(builds)
 
 
 def dataloader(samples: int = 64, batch_size: int = 8) -> DataLoader:

@@ -1,11 +1,12 @@
 """Profile a short training run with HPUProfiler: per-rank traces for TensorBoard or Chrome, and a summary.
 
-On a Gaudi:            python examples/profiling.py
-On the CPU stand-in:   LIGHTNING_HPU_BACKEND=cpu python examples/profiling.py
-Several processes:     python examples/profiling.py --devices 8   (on a Gaudi node)
+On a Gaudi:            .venv/bin/python examples/profiling.py
+On the CPU stand-in:   LIGHTNING_HPU_BACKEND=cpu .venv/bin/python examples/profiling.py
+Several processes:     .venv/bin/python examples/profiling.py --devices 8   (on a Gaudi node)
 
-Then open the traces: ``tensorboard --logdir profiler_logs`` (needs ``pip install tensorboard torch-tb-profiler``),
-or load a ``*.pt.trace.json`` file in chrome://tracing or https://ui.perfetto.dev.
+The profiler logs where it wrote the report and the traces (``profiler_logs/`` by default). Open the traces with
+``.venv/bin/tensorboard --logdir profiler_logs`` (the ``profiler`` extra, which ``scripts/setup.sh`` installs), or
+load a ``*.pt.trace.json`` file in chrome://tracing or https://ui.perfetto.dev.
 """
 
 from __future__ import annotations

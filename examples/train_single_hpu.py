@@ -1,7 +1,9 @@
 """Train a small classifier on synthetic data on one HPU.
 
-On a Gaudi:            python examples/train_single_hpu.py
-Without a Gaudi:       LIGHTNING_HPU_BACKEND=cpu python examples/train_single_hpu.py
+On a Gaudi:            .venv/bin/python examples/train_single_hpu.py
+Without a Gaudi:       LIGHTNING_HPU_BACKEND=cpu .venv/bin/python examples/train_single_hpu.py
+
+Logs and checkpoints go to ``lightning_logs/version_<n>/`` under ``--default-root-dir`` (the current directory).
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--max-epochs", type=int, default=3)
     parser.add_argument("--precision", default="bf16-mixed", help="32-true, bf16-mixed, ...")
-    parser.add_argument("--default-root-dir", default="lightning_logs/example")
+    parser.add_argument("--default-root-dir", default=".", help="the directory that gets lightning_logs/")
     args = parser.parse_args()
 
     torch.manual_seed(0)

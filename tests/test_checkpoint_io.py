@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -9,6 +14,7 @@ import pytest
 import torch
 
 from lightning_hpu import HPUCheckpointIO
+from lightning_hpu.plugins.temp_files import process_start_time, remove_orphaned_temporary_files, this_host
 
 
 class FakeHPUTensor(torch.Tensor):
@@ -73,3 +79,108 @@ def test_load_maps_to_cpu_and_reports_missing_files(tmp_path: Path) -> None:
         io.load_checkpoint(tmp_path / "missing.ckpt")
     with pytest.raises(TypeError, match="storage_options"):
         io.save_checkpoint({}, path, storage_options={"a": 1})
+
+
+_KILLED_MID_SAVE = """
+import sys, time, torch
+from lightning_hpu import HPUCheckpointIO
+from lightning_hpu.plugins.temp_files import process_start_time, remove_orphaned_temporary_files, this_host
+
+def stall(obj, file, *args, **kwargs):
+    file.write(b"x" * 4096)  # part of a checkpoint, then the process is killed
+    file.flush()
+    print("writing", flush=True)
+    time.sleep(600)
+
+torch.save = stall
+HPUCheckpointIO().save_checkpoint({"step": 2, "w": torch.zeros(3)}, sys.argv[1])
+"""
+
+
+def _temporary_files(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if p.name.endswith(".tmp"))
+
+
+def test_the_next_save_removes_what_saves_killed_by_sigkill_left(tmp_path: Path) -> None:
+    io = HPUCheckpointIO()
+    path = tmp_path / "last.ckpt"
+    io.save_checkpoint({"step": 1, "w": torch.ones(3)}, path)
+    writers = [
+        subprocess.Popen([sys.executable, "-c", _KILLED_MID_SAVE, str(path)], stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    try:
+        for writer in writers:  # both mid-save at once (a later save would already clean up the first)
+            assert writer.stdout is not None and writer.stdout.readline().strip() == "writing"
+        for writer in writers:
+            os.kill(writer.pid, signal.SIGKILL)
+        for writer in writers:
+            while process_start_time(writer.pid) is not None:  # killed; left unreaped (a zombie) on purpose
+                time.sleep(0.01)
+        left = _temporary_files(tmp_path)
+        assert len(left) == 2 and all(f".last.ckpt.{this_host()}." in name for name in left)
+        assert io.load_checkpoint(path)["step"] == 1  # the kills never broke the checkpoint
+
+        io.save_checkpoint({"step": 3, "w": torch.full((3,), 3.0)}, path)
+    finally:
+        for writer in writers:
+            writer.kill()
+            writer.communicate()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["last.ckpt"]
+    assert io.load_checkpoint(path)["step"] == 3
+
+
+def test_temporary_files_of_live_writers_and_other_hosts_are_kept(tmp_path: Path) -> None:
+    me, my_start = os.getpid(), process_start_time(os.getpid())
+    assert my_start is not None
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        sleeper_start = process_start_time(sleeper.pid)
+        assert sleeper_start is not None
+        host = this_host()
+        keep = [
+            f".a.ckpt.{host}.{me}.{my_start}.0123abcd.tmp",  # this process, mid-save
+            f".a.ckpt.{host}.{sleeper.pid}.{sleeper_start}.0123abcd.tmp",  # another live process
+            f".a.ckpt.{host}x.{sleeper.pid + 10**7}.5.0123abcd.tmp",  # another host: its pids are not ours to check
+            f".a.ckpt.{sleeper.pid + 10**7}.0123abcd.tmp",  # an unknown naming scheme
+            "notes.tmp",
+        ]
+        remove = [
+            f".a.ckpt.{host}.{sleeper.pid + 10**7}.5.0123abcd.tmp",  # no such process
+            f".b.ckpt.{host}.{sleeper.pid}.{sleeper_start + 1}.89abcdef.tmp",  # pid reused by a later process
+        ]
+        for name in keep + remove:
+            (tmp_path / name).write_bytes(b"partial")
+        removed = remove_orphaned_temporary_files(tmp_path)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert sorted(p.name for p in removed) == sorted(remove)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(keep)
+    assert remove_orphaned_temporary_files(tmp_path / "missing") == []
+
+
+@pytest.mark.usefixtures("standin")
+def test_the_strategy_setup_cleans_the_checkpoint_directory_before_the_run(tmp_path: Path) -> None:
+    from lightning.pytorch import Callback, Trainer
+    from lightning.pytorch.callbacks import ModelCheckpoint
+    from lightning.pytorch.demos.boring_classes import BoringModel
+
+    host, me, start = this_host(), os.getpid(), process_start_time(os.getpid())
+    orphan = tmp_path / f".last.ckpt.{host}.{2**22 + 12345}.7.0123abcd.tmp"  # above Linux's largest pid: dead
+    live = tmp_path / f".last.ckpt.{host}.{me}.{start}.89abcdef.tmp"
+    for path in (orphan, live):
+        path.write_bytes(b"partial")
+    seen: list[list[str]] = []
+
+    class SeeDirectory(Callback):
+        def on_train_start(self, trainer: Trainer, pl_module: Any) -> None:
+            seen.append(sorted(p.name for p in tmp_path.iterdir()))
+
+    never_saves = ModelCheckpoint(dirpath=tmp_path, save_top_k=0, save_last=False)
+    trainer = Trainer(
+        accelerator="hpu", devices=1, max_steps=1, callbacks=[never_saves, SeeDirectory()], logger=False,
+        enable_progress_bar=False, enable_model_summary=False, limit_val_batches=0,
+    )  # fmt: skip
+    trainer.fit(BoringModel())
+    assert seen == [[live.name]]

@@ -62,6 +62,8 @@ def test_example_trains_on_the_stand_in_and_refuses_without_it(tmp_path: Path) -
     assert float(fields["test_acc"]) > 0.9
     assert int(fields["predictions"]) == 64
     assert Path(fields["checkpoint"]).is_file()
+    # Lightning's layout under the root directory, with lightning_logs once: lightning_logs/version_0/checkpoints/
+    assert Path(fields["checkpoint"]).relative_to(tmp_path).parts[:3] == ("lightning_logs", "version_0", "checkpoints")
 
 
 @pytest.mark.skipif(bridge_installed(), reason="this machine has the Gaudi bridge")
@@ -73,3 +75,17 @@ def test_example_without_gaudi_says_how_to_use_the_stand_in(tmp_path: Path) -> N
         "error: HPU was requested but the Intel Gaudi bridge (habana_frameworks) is not installed; run on a Gaudi"
         " machine, or set LIGHTNING_HPU_BACKEND=cpu to use the CPU stand-in."
     )
+
+
+def test_deepspeed_example_announces_the_cpu_adam_build_only_before_it_exists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("deepspeed")
+    import deepspeed_zero
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    assert deepspeed_zero.extensions_root() == tmp_path
+    assert not deepspeed_zero.cpu_adam_built()
+    (tmp_path / "cpu_adam").mkdir()
+    (tmp_path / "cpu_adam" / "cpu_adam.so").touch()  # where torch builds it when TORCH_EXTENSIONS_DIR is set
+    assert deepspeed_zero.cpu_adam_built()

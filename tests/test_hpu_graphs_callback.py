@@ -45,8 +45,10 @@ def _loader() -> DataLoader:
     return DataLoader(TensorDataset(x, y), batch_size=8)  # 7 full batches and one of 4 rows
 
 
-def _fit(callbacks: list, accumulate_grad_batches: int = 1) -> tuple[Classifier, dict[str, torch.Tensor]]:
-    model = Classifier()
+def _fit(
+    callbacks: list, accumulate_grad_batches: int = 1, model: Classifier | None = None
+) -> tuple[Classifier, dict[str, torch.Tensor]]:
+    model = model if model is not None else Classifier()
     trainer = Trainer(
         accelerator=HPUAccelerator(),
         devices=1,
@@ -120,3 +122,47 @@ def test_switch_refusals(lazy_standin, monkeypatch) -> None:
     reset_backend()
     with pytest.raises(HPUGraphsUnavailableError, match="lazy mode"):
         _fit([HPUGraphs()])
+
+
+class SyncsOnTheHost(Classifier):
+    """Reads a value on the host in ``forward`` (``.item()``), which no graph capture allows, until told not to."""
+
+    sync = True
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.net(x)
+        if self.sync:
+            out.sum().item()
+        return out
+
+
+def test_a_failed_fit_leaves_the_module_eager_and_refittable(lazy_standin) -> None:
+    from lightning_hpu.runtime.standin.graphs import HostSyncInCaptureError
+
+    model = SyncsOnTheHost()
+    trainer = Trainer(
+        accelerator=HPUAccelerator(), devices=1, max_epochs=1, callbacks=[HPUGraphs()], logger=False,
+        enable_progress_bar=False, enable_model_summary=False, enable_checkpointing=False,
+    )  # fmt: skip
+    with pytest.raises(HostSyncInCaptureError):
+        trainer.fit(model, _loader())
+    graphing = {"forward", "clear_cache", "clear_inputs", "orig_forward", "set_iteration_count", "graph_cacher"}
+    assert graphing.isdisjoint(model.__dict__)  # no graphed forward, caches or helpers left
+    captures = lazy_standin.counters.graph_captures
+    model.train()
+    assert model(torch.randn(8, 8)).shape == (8, 3)  # runs eagerly: nothing captured
+    assert lazy_standin.counters.graph_captures == captures
+
+    model.sync = False
+    graphed, metrics = _fit([HPUGraphs(max_graphs=4)], model=model)
+    assert metrics["val_loss"] > 0 and lazy_standin.counters.graph_cache_inserts > 0
+    assert "forward" not in graphed.__dict__
+
+
+def test_a_module_graphed_by_hand_is_refused_with_a_clear_message(lazy_standin) -> None:
+    from lightning_hpu.hpu_graphs import wrap_in_hpu_graph
+
+    model = Classifier()
+    wrap_in_hpu_graph(model.net)
+    with pytest.raises(HPUGraphsUnavailableError, match=r"`modules\['net'\]` \(Sequential\) is already graphed"):
+        _fit([HPUGraphs(modules=["net"])], model=model)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -76,6 +77,17 @@ def test_hpu_without_gaudi_or_stand_in_fails_with_one_sentence(no_hpu: None) -> 
 def test_bad_devices_fail_clearly(devices: Any, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         _trainer(accelerator="hpu", devices=devices)
+
+
+@pytest.mark.parametrize("emulated", [1, 2])
+def test_devices_errors_give_the_true_hpu_count(emulated: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LIGHTNING_HPU_CPU_DEVICES", str(emulated))
+    reset_backend()
+    for devices in (0, "x", []):
+        message = rf"`devices={re.escape(repr(devices))}` .* for all {emulated} visible HPU\(s\)"
+        for build in (_trainer, Fabric):
+            with pytest.raises(ValueError, match=message):
+                build(accelerator="hpu", devices=devices)
 
 
 @pytest.mark.parametrize(

@@ -296,3 +296,14 @@ def test_fast_ddp_refuses_wrapper_options(kwargs: dict[str, Any], named: str) ->
 def test_fabric_several_hpus_get_the_parallel_strategy(two_standin_devices: None, strategy: str) -> None:
     fabric = Fabric(accelerator="hpu", devices=2, strategy=strategy)
     assert type(fabric.strategy) is FabricHPUParallelStrategy
+
+
+@pytest.mark.parametrize("strategy_cls", [HPUParallelStrategy, FabricHPUParallelStrategy])
+def test_start_methods_that_work_on_hpu_are_accepted_and_the_others_refused(strategy_cls: type) -> None:
+    for start_method in ("popen", "spawn"):
+        assert strategy_cls(start_method=start_method)._start_method == start_method
+    for start_method in ("fork", "forkserver"):
+        with pytest.raises(ValueError, match=rf"start_method='{start_method}'\) forks the launching process"):
+            strategy_cls(start_method=start_method)
+    with pytest.raises(ValueError, match=r"start_method='threads'\) is not one of Lightning's start methods"):
+        strategy_cls(start_method="threads")

@@ -46,12 +46,13 @@ def _env(devices: int, **extra: str) -> dict[str, str]:
 
 def _launch(out: Path, devices: int | str, num_nodes: int, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     out.mkdir(parents=True, exist_ok=True)
-    return subprocess.Popen(
-        [sys.executable, str(SCRIPT), str(out), str(devices), str(num_nodes)],
-        env=env,
-        stdout=log.open("wb"),
-        stderr=subprocess.STDOUT,
-    )
+    with log.open("wb") as output:  # the child writes to its own copy of the file descriptor
+        return subprocess.Popen(
+            [sys.executable, str(SCRIPT), str(out), str(devices), str(num_nodes)],
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
 
 
 def _check_rank(report: dict[str, Any], module: int, lazy: bool) -> None:
@@ -155,3 +156,16 @@ def test_multi_hpu_example_runs_on_two_standin_devices() -> None:
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     assert "trained on 2 HPUs" in result.stdout
+
+
+@pytest.mark.multiprocess
+def test_spawn_start_method_trains_with_the_trainer_and_runs_fabric() -> None:
+    script = Path(__file__).with_name("start_method_scenarios.py")
+    result = subprocess.run(
+        [sys.executable, str(script)], env=_env(2), capture_output=True, text=True, timeout=540, cwd=ROOT
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["trainer_start_method"] == "spawn" and report["trainer_world_size"] == 2
+    assert report["weights_came_back_trained"]  # the spawned ranks trained, and their weights reached this process
+    assert report["fabric"] == {"world_size": 2, "sum": 3.0}  # rank 0 sent 1, rank 1 sent 2

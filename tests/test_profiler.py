@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import json
+import logging
 import os
 import re
 import socket
@@ -90,18 +91,60 @@ def _tensorboard_workers(directory: Path) -> list[str]:
     return sorted(profile.worker for profile in run.get_profiles() if type(profile).__name__ == "RunProfile")
 
 
-def _first_heaviest_operator(report: str) -> str:
+def _heaviest_operator_rows(report: str) -> list[tuple[str, float]]:
+    """(operator, self CPU ms) of each row of the report's heaviest-operators table, in the printed order."""
     section = report.split("heaviest operators", 1)[1].split("\n", 1)[1]
-    rows = [line for line in section.splitlines() if line and not line.startswith(("-", "Operator"))]
-    return rows[0].split("  ")[0].strip()
+    lines = iter(section.splitlines())
+    assert next(lines).startswith("-") and next(lines).startswith("Operator") and next(lines).startswith("-")
+    rows = []
+    for line in lines:
+        if line.startswith("-"):
+            break
+        name, _calls, self_cpu, *_ = re.split(r"\s{2,}", line.strip())
+        rows.append((name, float(self_cpu)))
+    return rows
+
+
+def _check_heaviest_operators_table(report: str) -> list[str]:
+    """What the summary promises, whatever the timings: operators only, heaviest first, the matmul among them.
+
+    Which operator ranks first depends on timing (a preempted ``aten::add_`` can outlast the matmul on a busy
+    machine), so the test checks the order of the printed times, not a fixed winner.
+    """
+    rows = _heaviest_operator_rows(report)
+    names = [name for name, _ in rows]
+    assert rows and not any(name.startswith(("[pl]", "ProfilerStep#")) for name in names)
+    times = [self_cpu for _, self_cpu in rows]
+    assert times == sorted(times, reverse=True), rows
+    assert MATMUL_OPS & set(names), names
+    return names
+
+
+class _Messages(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
 
 
 def test_short_fit_on_hpu_writes_trace_with_custom_actions_and_a_real_summary(tmp_path: Path) -> None:
     profiler = HPUProfiler(dirpath=tmp_path, filename="perf-logs")
+    said = _Messages()
+    logging.getLogger("lightning.pytorch.profilers.profiler").addHandler(said)
     # 2 steps: the default schedule (wait, warmup, 3 x record) would end in warm-up and save nothing.
-    with pytest.warns(UserWarning, match="2 training_step step.*recording every step"):
-        model = _fit(profiler, max_steps=2, accelerator="hpu", devices=1)
+    try:
+        with pytest.warns(UserWarning, match="2 training_step step.*recording every step"):
+            model = _fit(profiler, max_steps=2, accelerator="hpu", devices=1)
+    finally:
+        logging.getLogger("lightning.pytorch.profilers.profiler").removeHandler(said)
     assert model.steps_run == 2
+    # It says where the files went, once the stage is over.
+    assert said.messages[-1] == (
+        f"HPUProfiler wrote: report {tmp_path.resolve() / 'fit-perf-logs.txt'}; 1 trace(s) in {tmp_path.resolve()}"
+        f" (view: tensorboard --logdir {tmp_path.resolve()})"
+    )
 
     assert (tmp_path / "fit-perf-logs.txt").is_file()
     (trace,) = _traces(tmp_path)
@@ -111,13 +154,12 @@ def test_short_fit_on_hpu_writes_trace_with_custom_actions_and_a_real_summary(tm
     assert _tensorboard_workers(tmp_path) == [_worker(trace)]
 
     heaviest = profiler.heaviest_operators()
-    assert heaviest and heaviest[0].name in MATMUL_OPS
-    assert all(not cost.name.startswith("[pl]") for cost in heaviest)
+    assert [cost.self_cpu_us for cost in heaviest] == sorted((cost.self_cpu_us for cost in heaviest), reverse=True)
     summary = profiler.summary()
-    assert _first_heaviest_operator(summary) == heaviest[0].name
+    assert _check_heaviest_operators_table(summary) == [cost.name for cost in heaviest]
     assert "device memory" in summary and "MaxInUse" in summary  # HPU run: the backend's memory is reported
     assert "all records" in summary and "[pl][profile]custom_block" in summary
-    assert _first_heaviest_operator((tmp_path / "fit-perf-logs.txt").read_text()) in MATMUL_OPS
+    _check_heaviest_operators_table((tmp_path / "fit-perf-logs.txt").read_text())
 
 
 def test_long_enough_fit_keeps_the_default_schedule(tmp_path: Path, recwarn: pytest.WarningsRecorder) -> None:
@@ -233,6 +275,17 @@ def test_bridge_adds_the_hpu_activity_and_the_trace_holds_it(tmp_path: Path) -> 
     assert profiler.heaviest_operators()
 
 
+def test_a_dirpath_that_cannot_hold_files_is_refused_at_construction(tmp_path: Path) -> None:
+    a_file = tmp_path / "report.txt"
+    a_file.write_text("")
+    with pytest.raises(ValueError, match=r"HPUProfiler\(dirpath='.*report.txt'\): the path is a file"):
+        HPUProfiler(dirpath=a_file)
+    with pytest.raises(ValueError, match=r"dirpath='.*report.txt/traces'\): the path lies under the file"):
+        HPUProfiler(dirpath=str(a_file / "traces"))
+    HPUProfiler(dirpath=tmp_path / "new" / "dir")  # created when the first file is written
+    assert not (tmp_path / "new").exists()
+
+
 @pytest.mark.parametrize("value", ["1", "profile_api", "my_template", ""])
 def test_conflicting_habana_profile_is_refused(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HABANA_PROFILE", value)
@@ -286,7 +339,6 @@ def test_two_processes_write_one_report_and_one_trace_per_global_rank(tmp_path: 
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port())}
     command = [sys.executable, str(REPO / "examples" / "profiling.py"), "--dirpath", str(tmp_path)]
     command += ["--accelerator", "cpu", "--strategy", "ddp", "--devices", "1", "--num-nodes", "2", "--max-steps", "3"]
-    command += ["--width", "2048", "--batch-size", "512"]  # a matmul heavy enough to stand out on a busy machine
     nodes = [
         subprocess.Popen(command, env={**env, "NODE_RANK": str(rank)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         for rank in (0, 1)
@@ -299,7 +351,7 @@ def test_two_processes_write_one_report_and_one_trace_per_global_rank(tmp_path: 
     for rank in (0, 1):
         report = (tmp_path / f"fit-perf-logs-{rank}.txt").read_text()
         assert f"heaviest operators rank: {rank}" in report
-        assert _first_heaviest_operator(report) in MATMUL_OPS
+        _check_heaviest_operators_table(report)
         assert "device memory" not in report  # a CPU run: there is no device memory to report
         (trace,) = [path for path in traces if re.match(rf"fit-perf-logs-{rank}-", path.name)]
         assert {"[pl][profile]my_custom_action", "[pl][profile]my_granular_action"} <= _event_names(trace)

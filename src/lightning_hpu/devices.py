@@ -16,14 +16,14 @@ from typing import Any
 from lightning_hpu.runtime import settings
 
 
-def _usage(count: int) -> str:
+def _usage(count: int | None) -> str:
+    every = "every visible HPU" if count is None else f"all {count} visible HPU(s)"
     return (
-        f"use a positive int (e.g. devices=1), -1 or 'auto' for all {count} visible HPU(s),"
-        " or a list of HPU indices such as [0, 1]"
+        f"use a positive int (e.g. devices=1), -1 or 'auto' for {every}, or a list of HPU indices such as [0, 1]"
     )
 
 
-def _invalid(devices: Any, count: int, why: str = "") -> ValueError:
+def _invalid(devices: Any, count: int | None, why: str = "") -> ValueError:
     hint = f" ({why})" if why else ""
     return ValueError(f"`devices={devices!r}` is not valid for HPUAccelerator{hint}: {_usage(count)}.")
 
@@ -94,9 +94,25 @@ def bind_selected_hpu(local_rank: int, installed: int) -> int | None:
     return module
 
 
+def _visible_count() -> int | None:
+    """The number of visible (or emulated) HPUs for messages, or ``None`` if there is no backend to ask."""
+    from lightning_hpu.runtime import get_backend
+
+    try:
+        backend = get_backend()
+        return backend.device_count() if backend is not None and backend.is_available() else None
+    except Exception:  # a message detail must never hide the error it belongs to
+        return None
+
+
 def check_devices_syntax(devices: Any) -> None:
     """Reject values that can never name HPUs (0, negative counts, floats, empty lists) before anything starts."""
-    parse_hpu_devices(devices, available=None)
+    try:
+        _parse(devices, available=None, count=None)
+    except ValueError:
+        # Only now ask the backend how many HPUs there are, for the message: valid values start nothing early.
+        _parse(devices, available=None, count=_visible_count())
+        raise
 
 
 def parse_hpu_devices(devices: Any, available: int | None) -> int:
@@ -104,7 +120,11 @@ def parse_hpu_devices(devices: Any, available: int | None) -> int:
 
     ``available`` is the number of visible HPUs; ``None`` checks only the form of the value.
     """
-    count = available if available is not None else 0
+    return _parse(devices, available, count=available)
+
+
+def _parse(devices: Any, available: int | None, count: int | None) -> int:
+    """:func:`parse_hpu_devices`, with ``count`` the number of visible HPUs that error messages give."""
     value: Any = devices
     if isinstance(value, str):
         text = value.strip().lower()

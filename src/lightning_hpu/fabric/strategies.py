@@ -26,6 +26,7 @@ from lightning_hpu.strategies.collectives import broadcast_module_states_
 from lightning_hpu.strategies.flat_gradients import OptimizerGradients, all_reduce_gradients_
 from lightning_hpu.strategies.hccl import FabricHCCLCollectivesHooks, with_gaudi_ddp_defaults
 from lightning_hpu.strategies.lazy_mode import FabricHPUStrategyHooks
+from lightning_hpu.strategies.start_methods import check_start_method
 
 __all__ = ["HPUFSDPStrategy", "HPUModelParallelStrategy", "HPUParallelStrategy", "SingleHPUStrategy"]
 
@@ -79,7 +80,8 @@ class HPUParallelStrategy(FabricHPUStrategyHooks, FabricHCCLCollectivesHooks):
 
     ``**kwargs`` go to ``DistributedDataParallel`` (``bucket_cap_mb``, ``gradient_as_bucket_view``,
     ``static_graph``, ``find_unused_parameters``), with the same Gaudi defaults as the Trainer's
-    :class:`lightning_hpu.HPUParallelStrategy` (``bucket_cap_mb=230``, ``gradient_as_bucket_view=True``).
+    :class:`lightning_hpu.HPUParallelStrategy` (``bucket_cap_mb=230``, ``gradient_as_bucket_view=True``);
+    ``start_method`` is ``"popen"`` or ``"spawn"``.
 
     Args:
         fast_ddp: (``strategy="hpu_fast_ddp"``) do not wrap the model in ``DistributedDataParallel``: ``fabric.setup``
@@ -100,8 +102,10 @@ class HPUParallelStrategy(FabricHPUStrategyHooks, FabricHCCLCollectivesHooks):
         process_group_backend: str | None = None,
         timeout: timedelta | None = default_pg_timeout,
         fast_ddp: bool = False,
+        start_method: str = "popen",
         **kwargs: Any,
     ) -> None:
+        check_start_method(start_method, type(self).__name__)
         if fast_ddp and kwargs:
             raise ValueError(
                 f"HPUParallelStrategy(fast_ddp=True) does not use DistributedDataParallel, so {', '.join(kwargs)}"
@@ -115,7 +119,7 @@ class HPUParallelStrategy(FabricHPUStrategyHooks, FabricHCCLCollectivesHooks):
             precision=precision,
             process_group_backend=process_group_backend,
             timeout=timeout,
-            start_method="popen",
+            start_method=start_method,  # type: ignore[arg-type]  # checked above
             **with_gaudi_ddp_defaults(kwargs),
         )
         self.fast_ddp = fast_ddp

@@ -4,6 +4,9 @@ Training calls of the chosen modules go through :class:`ModuleCacher` (forward a
 shape); validation, test and predict calls go through :func:`wrap_in_hpu_graph`. Evaluation outputs are returned as
 copies, so outputs kept across steps (e.g. collected predictions) are not overwritten by the next replay. Dynamic
 parts (data-dependent control flow or shapes) stay the user's: graph the static submodules by name (``modules``).
+
+The modules are restored when the stage ends and also when it fails (Lightning skips ``teardown`` on an exception),
+so after a failed fit the model runs eagerly and can be fitted again.
 """
 
 from __future__ import annotations
@@ -23,9 +26,12 @@ from lightning_hpu.hpu_graphs.rules import (
     HPUGraphsUnavailableError,
     check_graphable_for_training,
     check_not_compiled,
+    check_not_graphed,
     graphs_backend,
 )
 from lightning_hpu.hpu_graphs.wrappers import ModuleCacher, wrap_in_hpu_graph
+
+_UNSET = object()
 
 
 class HPUGraphs(Callback):
@@ -64,7 +70,8 @@ class HPUGraphs(Callback):
         self.use_lfu = use_lfu
         self.disable_tensor_cache = disable_tensor_cache
         self.asynchronous = asynchronous
-        self._originals: list[tuple[Module, Callable[..., Any] | None]] = []
+        #: Each graphed module, with the instance attributes graphing set and their values before (absent if unset).
+        self._originals: list[tuple[Module, set[str], dict[str, Any]]] = []
         self._accumulation = 1
 
     @override
@@ -85,6 +92,7 @@ class HPUGraphs(Callback):
         if self._originals:
             return
         for name, module in self._targets(pl_module):
+            check_not_graphed(module, name)
             check_not_compiled(module, name)
             if self.train:
                 check_graphable_for_training(module, name)
@@ -99,17 +107,26 @@ class HPUGraphs(Callback):
         self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any, batch_idx: int
     ) -> None:
         if self.train and self._accumulation > 1:
-            for module, _ in self._originals:
+            for module, _, _ in self._originals:
                 set_iteration_count = cast(Callable[[int], None], module.set_iteration_count)
                 set_iteration_count(batch_idx % self._accumulation)
 
     @override
     def teardown(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
-        for module, original in self._originals:
-            if original is None:
-                module.__dict__.pop("forward", None)
-            else:
-                module.forward = original
+        self._restore()
+
+    @override
+    def on_exception(self, trainer: pl.Trainer, pl_module: pl.LightningModule, exception: BaseException) -> None:
+        self._restore()
+
+    def _restore(self) -> None:
+        """Give each graphed module back its own ``forward`` and drop what graphing added (caches, helpers)."""
+        for module, names, before in reversed(self._originals):
+            for name in names:
+                if name in before:
+                    module.__dict__[name] = before[name]
+                else:
+                    module.__dict__.pop(name, None)
         self._originals.clear()
 
     def _targets(self, pl_module: pl.LightningModule) -> list[tuple[str, Module]]:
@@ -127,7 +144,14 @@ class HPUGraphs(Callback):
         return targets
 
     def _wrap(self, module: Module) -> None:
-        self._originals.append((module, module.__dict__.get("forward")))
+        before = dict(module.__dict__)
+        try:
+            self._graph(module)
+        finally:
+            changed = {name for name, value in module.__dict__.items() if before.get(name, _UNSET) is not value}
+            self._originals.append((module, changed, {name: before[name] for name in changed if name in before}))
+
+    def _graph(self, module: Module) -> None:
         original = module.forward
         eval_forward: Callable[..., Any] | None = None
         train_forward: Callable[..., Any] = original

@@ -44,6 +44,19 @@ def check_not_compiled(module: Module, argument: str) -> None:
             )
 
 
+#: Instance attributes that ``wrap_in_hpu_graph`` or ``ModuleCacher`` add to the module they graph.
+_GRAPHED_MARKS = ("clear_cache", "orig_forward", "graph_cacher", "set_iteration_count")
+
+
+def check_not_graphed(module: Module, argument: str) -> None:
+    """Refuse a module whose forward is already graphed: graphing it again would capture the graphs themselves."""
+    if any(mark in module.__dict__ for mark in _GRAPHED_MARKS):
+        raise HPUGraphsUnavailableError(
+            f"`{argument}` ({type(module).__name__}) is already graphed (by wrap_in_hpu_graph or ModuleCacher):"
+            " pass the module ungraphed to HPUGraphs, or drop the HPUGraphs callback and keep your own graphing."
+        )
+
+
 def check_graphable_for_training(module: Module, argument: str) -> None:
     """The bridge's rules for training graphs: no hooks, no buffers that require grad, not wrapped in DDP."""
     check_not_compiled(module, argument)

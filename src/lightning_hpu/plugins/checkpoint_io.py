@@ -1,10 +1,9 @@
-"""Checkpoint IO for HPU: host copies of every tensor, written atomically."""
+"""Checkpoint IO for HPU: host copies of every tensor, written atomically, no temporary files left behind."""
 
 from __future__ import annotations
 
 import contextlib
 import os
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,8 @@ from lightning.fabric.utilities.cloud_io import _atomic_save, _is_local_file_pro
 from lightning.fabric.utilities.types import _PATH
 from typing_extensions import override
 
+from lightning_hpu.plugins.temp_files import remove_orphaned_temporary_files, temporary_path
+
 
 def to_host(obj: Any) -> Any:
     """Copy every tensor in ``obj`` to a plain CPU tensor, so the checkpoint loads on a machine without HPU."""
@@ -25,11 +26,15 @@ def to_host(obj: Any) -> Any:
 def write_atomically(obj: Any, path: _PATH) -> None:
     """``torch.save`` to a temporary file beside ``path``, flush it to disk, then rename it over ``path``.
 
-    A crash mid-save leaves the previous file at ``path`` untouched and no partial file behind.
+    An exception mid-save removes the temporary file; a killed process cannot, so each save first removes the
+    temporary files that writers on this host which no longer run left in the directory
+    (:func:`~lightning_hpu.plugins.temp_files.remove_orphaned_temporary_files`). Either way the previous file at
+    ``path`` stays intact until the new one is complete.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    remove_orphaned_temporary_files(target.parent)
+    temporary = temporary_path(target)
     try:
         with open(temporary, "wb") as file:
             torch.save(obj, file)
@@ -49,7 +54,11 @@ def write_atomically(obj: Any, path: _PATH) -> None:
 
 
 class HPUCheckpointIO(TorchCheckpointIO):
-    """Saves host (CPU) copies of device tensors atomically; loads onto the CPU by default."""
+    """Saves host (CPU) copies of device tensors atomically; loads onto the CPU by default.
+
+    Local saves go through :func:`write_atomically`: the last good checkpoint survives a crash or a kill mid-save,
+    and the temporary file a killed save left is removed by the next save to that directory.
+    """
 
     @override
     def save_checkpoint(self, checkpoint: dict[str, Any], path: _PATH, storage_options: Any | None = None) -> None:

@@ -13,6 +13,7 @@ from typing_extensions import override
 
 from lightning_hpu.fabric.accelerator import HPUAccelerator
 from lightning_hpu.profiler.environment import check_habana_profile
+from lightning_hpu.profiler.output import check_dirpath, written_traces
 from lightning_hpu.profiler.report import OperatorCost, heaviest_operators, memory_table, operator_table
 from lightning_hpu.profiler.steps import DEFAULT_SCHEDULE_STEPS, planned_steps, step_kind
 from lightning_hpu.runtime import hpu_available, require_backend
@@ -46,7 +47,8 @@ class HPUProfiler(PyTorchProfiler):
     * Replaces the default schedule, with a warning, when a stage has too few steps for it, so short runs still
       write a trace.
     * :meth:`summary` gives the heaviest operators, the device memory and Lightning's table of all events.
-    * Refuses a conflicting ``HABANA_PROFILE`` before any work starts.
+    * Refuses a conflicting ``HABANA_PROFILE``, and a ``dirpath`` that is a file, before any work starts.
+    * Says at the end of each stage where it wrote the report and the traces.
 
     Timings are taken synchronously, so wall-clock time under this profiler is not the run's real time; use
     :class:`~lightning.pytorch.profilers.SimpleProfiler` for end-to-end time.
@@ -95,6 +97,7 @@ class HPUProfiler(PyTorchProfiler):
         # Checked once Lightning's attributes exist (its ``__del__`` needs them), before anything is recorded.
         if emit_nvtx:
             raise ValueError("HPUProfiler(emit_nvtx=True): NVTX ranges exist only on CUDA; remove emit_nvtx.")
+        check_dirpath(dirpath)
         check_habana_profile()
 
     # --- where and what ----------------------------------------------------------------------
@@ -187,6 +190,21 @@ class HPUProfiler(PyTorchProfiler):
         super()._cache_functions_events()
 
     # --- report --------------------------------------------------------------------------------
+    @override
+    def describe(self) -> None:
+        """Write the report (to ``dirpath``/the log), then say which files this stage wrote."""
+        super().describe()
+        if self.dirpath is None or "://" in str(self.dirpath):
+            return
+        report = Path(self.dirpath, self._prepare_filename())
+        traces = written_traces(self.dirpath, self._prepare_filename(extension="")) if self._export_to_chrome else []
+        written = [f"report {report.resolve()}"] if self.filename and report.is_file() else []
+        if traces:
+            directory = Path(self.dirpath).resolve()
+            written.append(f"{len(traces)} trace(s) in {directory} (view: tensorboard --logdir {directory})")
+        if written:
+            self._rank_zero_info("HPUProfiler wrote: " + "; ".join(written))
+
     def heaviest_operators(self, limit: int | None = None) -> list[OperatorCost]:
         """The recorded operators, heaviest first (by self device time when the device reports it, else self CPU
         time); at most ``limit`` (default: ``row_limit``). Empty before anything was recorded; like :meth:`summary`,

@@ -14,8 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import lightning.pytorch as pl
 from lightning.fabric.plugins.io.checkpoint_io import CheckpointIO
 from lightning.fabric.strategies.strategy import Strategy as FabricStrategy
+from lightning.fabric.utilities.cloud_io import _is_local_file_protocol
 from lightning.fabric.utilities.types import Optimizable
 from lightning.pytorch.strategies.strategy import Strategy
 from lightning.pytorch.utilities.types import STEP_OUTPUT
@@ -25,6 +27,7 @@ from torch.optim import Optimizer
 from typing_extensions import override
 
 from lightning_hpu.plugins.checkpoint_io import HPUCheckpointIO
+from lightning_hpu.plugins.temp_files import remove_orphaned_temporary_files
 from lightning_hpu.runtime import require_backend
 
 _T = TypeVar("_T")
@@ -59,6 +62,15 @@ class HPUStrategyHooks(Strategy):
     @checkpoint_io.setter
     def checkpoint_io(self, io: CheckpointIO | None) -> None:
         self._checkpoint_io = io
+
+    @override
+    def setup(self, trainer: pl.Trainer) -> None:
+        """Before the run: remove temporary checkpoint files that killed saves left in the checkpoint directories."""
+        for callback in trainer.checkpoint_callbacks:
+            dirpath = getattr(callback, "dirpath", None)
+            if dirpath is not None and _is_local_file_protocol(dirpath):
+                remove_orphaned_temporary_files(dirpath)
+        super().setup(trainer)
 
     @override
     def training_step(self, *args: Any, **kwargs: Any) -> STEP_OUTPUT:

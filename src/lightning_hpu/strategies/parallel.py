@@ -23,6 +23,7 @@ from lightning_hpu.strategies.flat_gradients import OptimizerGradients, all_redu
 from lightning_hpu.strategies.hccl import HCCLCollectivesHooks, with_gaudi_ddp_defaults
 from lightning_hpu.strategies.last_batch import LastBatch, LastBatchHooks, check_last_batch
 from lightning_hpu.strategies.lazy_mode import HPUStrategyHooks
+from lightning_hpu.strategies.start_methods import check_start_method
 
 
 class HPUParallelStrategy(HPUStrategyHooks, LastBatchHooks, HCCLCollectivesHooks):
@@ -49,6 +50,9 @@ class HPUParallelStrategy(HPUStrategyHooks, LastBatchHooks, HCCLCollectivesHooks
         pipeline_forward_backward: also mark a step between forward and backward (see ``SingleHPUStrategy``).
         last_batch: ``"warn"``, ``"pad"``, ``"drop"`` or ``"keep"`` a ragged last training batch, on each process
             (see ``SingleHPUStrategy``).
+        start_method: ``"popen"`` (re-run the script once per HPU) or ``"spawn"`` (Python processes that import the
+            main module; needs a ``__main__`` guard and picklable arguments). ``"fork"`` and ``"forkserver"`` are
+            refused: a forked child cannot use the parent's Habana runtime.
         **kwargs: passed to ``DistributedDataParallel``: ``bucket_cap_mb`` (230 by default on HPU, as
             optimum-habana sets it: larger buckets mean fewer all-reduces), ``gradient_as_bucket_view`` (``True``
             by default on HPU: gradients are views into the buckets, fewer device copies, less memory),
@@ -75,8 +79,10 @@ class HPUParallelStrategy(HPUStrategyHooks, LastBatchHooks, HCCLCollectivesHooks
         reduce_dtype: torch.dtype | None = None,
         pipeline_forward_backward: bool = False,
         last_batch: LastBatch = "warn",
+        start_method: str = "popen",
         **kwargs: Any,
     ) -> None:
+        check_start_method(start_method, type(self).__name__)
         check_reduce_dtype(reduce_dtype)
         if reduce_dtype is not None and not fast_ddp:
             raise ValueError(
@@ -110,7 +116,7 @@ class HPUParallelStrategy(HPUStrategyHooks, LastBatchHooks, HCCLCollectivesHooks
             model_averaging_period=model_averaging_period,
             process_group_backend=process_group_backend,
             timeout=timeout,
-            start_method="popen",
+            start_method=start_method,  # type: ignore[arg-type]  # checked above
             **kwargs,
         )
         self.fast_ddp = fast_ddp

@@ -1,0 +1,115 @@
+"""Every shell command in the README runs as written, on the CPU stand-in, from a fresh shell at the clone's root.
+
+The commands are read from the README's fenced ``bash`` blocks, so commands added later are covered without
+editing this file. A command is one logical line (``\\`` continues it). Each one either runs here or is skipped for
+a reason this file names: the Quick-start commands (they built the environment this test runs in), commands
+for a Gaudi (marked ``on a Gaudi`` in the README), parts of a multi-node job, installs from the network, servers,
+and the few commands listed in ``SLOW``. Every other command runs with ``bash -c`` in a scratch copy of the
+clone (links to its files, so outputs such as ``profiler_logs/`` land in the scratch directory), without the
+stand-in variables of this test process: it must set what it needs itself, as a new user's shell would.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+
+#: Commands that work on the stand-in but take minutes here; matched by a substring of the command.
+SLOW = {
+    "--offload": "compiles DeepSpeed's cpu_adam C++ extension on its first run (minutes)",
+}
+#: Variables a new user's shell does not have; each command sets the ones it needs.
+_TEST_VARIABLES = ("LIGHTNING_HPU_BACKEND", "LIGHTNING_HPU_CPU_DEVICES", "LIGHTNING_HPU_CPU_DEVICE_NAME", "PT_HPU_")
+
+
+@dataclass(frozen=True)
+class Command:
+    text: str
+    line: int  # where it starts in the README
+    section: str  # the heading it is under
+
+    @property
+    def skip_reason(self) -> str | None:
+        if self.section.lower().startswith("quick start"):
+            return "a Quick-start command: it set up the environment this test runs in"
+        if "on a gaudi" in self.text.lower():
+            return "runs on a Gaudi"
+        if re.search(r"\b(MASTER_ADDR|NODE_RANK)=", self.text):
+            return "one node's part of a multi-node job"
+        if "pip install" in self.text:
+            return "installs packages from the network"
+        if re.search(r"(^|/)tensorboard\b", self.text):
+            return "starts a server that runs until stopped"
+        return next((why for key, why in SLOW.items() if key in self.text), None)
+
+
+def _commands(text: str) -> list[Command]:
+    commands: list[Command] = []
+    section = ""
+    in_bash = False
+    pending: list[str] = []
+    start = 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not in_bash:
+            if line.startswith("#"):
+                section = line.lstrip("#").strip()
+            in_bash = line.strip() == "```bash"
+            continue
+        if line.strip() == "```":
+            in_bash = False
+            continue
+        if not pending and (not line.strip() or line.lstrip().startswith("#")):
+            continue
+        if not pending:
+            start = number
+        pending.append(line)
+        if not line.rstrip().endswith("\\"):
+            commands.append(Command("\n".join(pending), start, section))
+            pending = []
+    return commands
+
+
+COMMANDS = _commands(README.read_text())
+
+
+def test_the_readme_has_commands_and_every_one_is_written_to_run_as_is() -> None:
+    assert len(COMMANDS) >= 10 and any(command.skip_reason is None for command in COMMANDS)
+    for command in COMMANDS:
+        where = f"README.md line {command.line}: {command.text!r}"
+        # After Quick start there is no activated environment: plain `python`/`pip` is not the one with lightning.
+        bare = re.search(r"(^|[\s;&|(])(?<!-m )(python3?|pip3?)\s", command.text)
+        assert bare is None, f"{where}: use .venv/bin/python (.venv/bin/python -m pip for pip)"
+        runs_python = ".venv/bin/python" in command.text
+        if runs_python and command.skip_reason is None:
+            assert "LIGHTNING_HPU_BACKEND=cpu" in command.text, (
+                f"{where}: set LIGHTNING_HPU_BACKEND=cpu in the command, or say '# on a Gaudi' after it"
+            )
+
+
+@pytest.fixture(scope="module")
+def fresh_clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A scratch directory that looks like the clone (its entries linked), for outputs to land in."""
+    scratch = tmp_path_factory.mktemp("clone")
+    for entry in ROOT.iterdir():
+        if entry.name not in {".git", "lightning_logs", "profiler_logs", "checkpoints"}:
+            (scratch / entry.name).symlink_to(entry)
+    return scratch
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda command: f"line{command.line}")
+def test_readme_command_runs_as_written(command: Command, fresh_clone: Path) -> None:
+    if command.skip_reason is not None:
+        pytest.skip(command.skip_reason)
+    env = {key: value for key, value in os.environ.items() if not key.startswith(_TEST_VARIABLES)}
+    result = subprocess.run(
+        ["bash", "-c", command.text], cwd=fresh_clone, env=env, capture_output=True, text=True, timeout=540
+    )
+    assert result.returncode == 0, f"README.md line {command.line} failed:\n{command.text}\n{result.stderr[-4000:]}"

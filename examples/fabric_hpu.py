@@ -66,6 +66,10 @@ def main(argv: list[str] | None = None) -> float:
         losses.append(float(fabric.all_reduce(loss.detach(), reduce_op="mean")))
     name = type(fabric.strategy).__name__
     fabric.print(f"{name} on {fabric.world_size} HPUs: loss {losses[0]:.3f} -> {losses[-1]:.3f}")
+    if torch.distributed.is_initialized():
+        # Leave together: a process that exits while its peer still holds the connection can abort at exit.
+        fabric.barrier()
+        torch.distributed.destroy_process_group()
     return losses[-1]
 
 

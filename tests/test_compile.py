@@ -108,6 +108,11 @@ def test_compile_refused_in_lazy_mode(lazy_standin: Any, tmp_path: Any) -> None:
         torch.compile(nn.Linear(4, 2), backend="hpu_backend")(torch.ones(3, 4))
     with pytest.raises(CompileInLazyModeError, match="PT_HPU_LAZY_MODE=0"):
         _trainer(tmp_path, max_steps=1, callbacks=[HPUCompile()]).fit(BlockModel())
+    # A model compiled by the user is refused when the fit sets up, before any training step runs.
+    trainer = _trainer(tmp_path, max_steps=1)
+    with pytest.raises(CompileInLazyModeError, match=r"^torch.compile\(backend='hpu_backend'\) needs eager mode"):
+        trainer.fit(torch.compile(BlockModel(log=False), backend="hpu_backend"))
+    assert trainer.global_step == 0 and lazy_standin.counters.compiled_graphs == 0
 
 
 def test_compiled_lightning_module_fits_and_checkpoints_load_uncompiled(standin: Any, tmp_path: Any) -> None:

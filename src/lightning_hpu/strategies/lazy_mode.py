@@ -65,7 +65,9 @@ class HPUStrategyHooks(Strategy):
 
     @override
     def setup(self, trainer: pl.Trainer) -> None:
-        """Before the run: remove temporary checkpoint files that killed saves left in the checkpoint directories."""
+        """Before the run: refuse a compiled model in lazy mode, and remove the temporary checkpoint files that killed
+        saves left in the checkpoint directories."""
+        _refuse_compiled_model_in_lazy_mode(trainer)
         for callback in trainer.checkpoint_callbacks:
             dirpath = getattr(callback, "dirpath", None)
             if dirpath is not None and _is_local_file_protocol(dirpath):
@@ -130,3 +132,13 @@ class FabricHPUStrategyHooks(FabricStrategy):
         output = super().optimizer_step(optimizer, **kwargs)
         mark_step()
         return output
+
+
+def _refuse_compiled_model_in_lazy_mode(trainer: pl.Trainer) -> None:
+    """``trainer.fit(torch.compile(model))`` in lazy mode stops here, with one sentence, not at the first step."""
+    from lightning_hpu.runtime import require_backend
+    from lightning_hpu.runtime.standin.compile_backend import CompileInLazyModeError, lazy_mode_refusal
+
+    module = trainer.lightning_module
+    if getattr(module, "_compiler_ctx", None) is not None and require_backend().is_lazy():
+        raise CompileInLazyModeError(lazy_mode_refusal())

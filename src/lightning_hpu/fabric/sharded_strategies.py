@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
-from lightning.fabric.accelerators import Accelerator
-from lightning.fabric.plugins import ClusterEnvironment, Precision
+from lightning.fabric.plugins import Precision
 from lightning.fabric.plugins.collectives.torch_collective import default_pg_timeout
 from lightning.fabric.strategies import FSDPStrategy, ModelParallelStrategy, ParallelStrategy
 from lightning.fabric.strategies.fsdp import _is_sharded_checkpoint
@@ -56,42 +55,6 @@ class HPUFSDPStrategy(FabricHPUStrategyHooks, FabricHCCLCollectiveOps, _HCCLProc
     """Fabric FSDP over HCCL (``strategy="hpu_fsdp"``; ``"fsdp"`` maps here on HPU). Arguments as Lightning's."""
 
     strategy_name = "hpu_fsdp"
-
-    def __init__(
-        self,
-        accelerator: Accelerator | None = None,
-        parallel_devices: list[torch.device] | None = None,
-        cluster_environment: ClusterEnvironment | None = None,
-        precision: Precision | None = None,
-        process_group_backend: str | None = None,
-        timeout: timedelta | None = default_pg_timeout,
-        cpu_offload: Any = None,
-        mixed_precision: Any = None,
-        auto_wrap_policy: Any = None,
-        activation_checkpointing: Any = None,
-        activation_checkpointing_policy: Any = None,
-        sharding_strategy: Any = "FULL_SHARD",
-        state_dict_type: Literal["full", "sharded"] = "sharded",
-        device_mesh: Any = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(
-            accelerator=accelerator,
-            parallel_devices=parallel_devices,
-            cluster_environment=cluster_environment,
-            precision=precision,
-            process_group_backend=process_group_backend,
-            timeout=timeout,
-            cpu_offload=cpu_offload,
-            mixed_precision=mixed_precision,
-            auto_wrap_policy=auto_wrap_policy,
-            activation_checkpointing=activation_checkpointing,
-            activation_checkpointing_policy=activation_checkpointing_policy,
-            sharding_strategy=sharding_strategy,
-            state_dict_type=state_dict_type,
-            device_mesh=device_mesh,
-            **kwargs,
-        )
 
     @staticmethod
     def hpu_precision(precision: str) -> HPUFSDPPrecision:

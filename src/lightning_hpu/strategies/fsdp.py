@@ -4,19 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Generator, Mapping
 from contextlib import contextmanager
-from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
-from lightning.fabric.plugins import CheckpointIO, ClusterEnvironment
-from lightning.fabric.plugins.collectives.torch_collective import default_pg_timeout
 from lightning.fabric.strategies.fsdp import _is_sharded_checkpoint
 from lightning.fabric.strategies.registry import _StrategyRegistry
 from lightning.fabric.utilities.load import _METADATA_FILENAME
 from lightning.fabric.utilities.seed import reset_seed
 from lightning.fabric.utilities.types import _PATH
-from lightning.pytorch.accelerators.accelerator import Accelerator
 from lightning.pytorch.core.optimizer import LightningOptimizer
 from lightning.pytorch.plugins.precision import Precision
 from lightning.pytorch.strategies import FSDPStrategy, ParallelStrategy
@@ -47,44 +43,6 @@ class HPUFSDPStrategy(HPUStrategyHooks, HCCLCollectiveOps, FSDPStrategy):
     """
 
     strategy_name = "hpu_fsdp"
-
-    def __init__(
-        self,
-        accelerator: Accelerator | None = None,
-        parallel_devices: list[torch.device] | None = None,
-        cluster_environment: ClusterEnvironment | None = None,
-        checkpoint_io: CheckpointIO | None = None,
-        precision_plugin: Precision | None = None,
-        process_group_backend: str | None = None,
-        timeout: timedelta | None = default_pg_timeout,
-        cpu_offload: Any = None,
-        mixed_precision: Any = None,
-        auto_wrap_policy: Any = None,
-        activation_checkpointing: Any = None,
-        activation_checkpointing_policy: Any = None,
-        sharding_strategy: Any = "FULL_SHARD",
-        state_dict_type: Literal["full", "sharded"] = "full",
-        device_mesh: Any = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(
-            accelerator=accelerator,
-            parallel_devices=parallel_devices,
-            cluster_environment=cluster_environment,
-            checkpoint_io=checkpoint_io,
-            precision_plugin=precision_plugin,
-            process_group_backend=process_group_backend,
-            timeout=timeout,
-            cpu_offload=cpu_offload,
-            mixed_precision=mixed_precision,
-            auto_wrap_policy=auto_wrap_policy,
-            activation_checkpointing=activation_checkpointing,
-            activation_checkpointing_policy=activation_checkpointing_policy,
-            sharding_strategy=sharding_strategy,
-            state_dict_type=state_dict_type,
-            device_mesh=device_mesh,
-            **kwargs,
-        )
 
     @staticmethod
     def hpu_precision(precision: str) -> HPUFSDPPrecisionPlugin:

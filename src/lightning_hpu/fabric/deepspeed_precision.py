@@ -13,7 +13,6 @@ from typing import Any
 
 from lightning.fabric.plugins.precision import DeepSpeedPrecision
 from torch.nn import Module
-from typing_extensions import override
 
 from lightning_hpu.fabric.precision import PRECISION_ALIASES, HPUPrecision
 from lightning_hpu.fp8.engine import LayerFilter
@@ -35,11 +34,14 @@ def split_fp8_precision(
     return name, None
 
 
-class HPUDeepSpeedPrecision(DeepSpeedPrecision):
-    """Fabric's DeepSpeed precision on HPU, with ``"fp8"``: see :class:`lightning_hpu.HPUDeepSpeedPrecisionPlugin`.
+class FP8DeepSpeedPrecisionHooks:
+    """The fp8 side of a DeepSpeed precision, written once for Fabric and the Trainer.
 
-    ``Fabric(accelerator="hpu", strategy="deepspeed", precision=...)`` maps here.
+    Mix it in before Lightning's ``DeepSpeedPrecision`` (Fabric's or the Trainer's): the engine's layers are
+    swapped in when the module is converted, and the forward runs under ``fp8_autocast``.
     """
+
+    fp8: HPUPrecision | None
 
     def __init__(
         self,
@@ -48,15 +50,22 @@ class HPUDeepSpeedPrecision(DeepSpeedPrecision):
         fp8_recipe: Any | Mapping[str, Any] | None = None,
         fp8_layer_filter: LayerFilter | None = None,
     ) -> None:
+        # ``precision`` is what DeepSpeed's config is built from: bf16 (or fp16) outside the fp8 layers; ``fp8`` is
+        # the fp8 side (engine, recipe, layer swap) when the precision is an fp8 one.
         name, self.fp8 = split_fp8_precision(precision, fp8_recipe, fp8_layer_filter)
-        super().__init__(name)  # type: ignore[arg-type]
+        super().__init__(name)  # type: ignore[call-arg]
 
-    @override
     def convert_module(self, module: Module) -> Module:
         if self.fp8 is not None:
             module = self.fp8.convert_module(module)
-        return super().convert_module(module)
+        return super().convert_module(module)  # type: ignore[misc]
 
-    @override
     def forward_context(self) -> AbstractContextManager:
-        return self.fp8.fp8_autocast() if self.fp8 is not None else super().forward_context()
+        return self.fp8.fp8_autocast() if self.fp8 is not None else super().forward_context()  # type: ignore[misc]
+
+
+class HPUDeepSpeedPrecision(FP8DeepSpeedPrecisionHooks, DeepSpeedPrecision):
+    """Fabric's DeepSpeed precision on HPU, with ``"fp8"``: see :class:`lightning_hpu.HPUDeepSpeedPrecisionPlugin`.
+
+    ``Fabric(accelerator="hpu", strategy="deepspeed", precision=...)`` maps here.
+    """

@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from contextlib import AbstractContextManager
-from typing import Any
-
 from lightning.pytorch.plugins.precision import DeepSpeedPrecision
-from torch.nn import Module
-from typing_extensions import override
 
-from lightning_hpu.fabric.deepspeed_precision import split_fp8_precision
-from lightning_hpu.fp8.engine import LayerFilter
+from lightning_hpu.fabric.deepspeed_precision import FP8DeepSpeedPrecisionHooks
 
 
-class HPUDeepSpeedPrecisionPlugin(DeepSpeedPrecision):
+class HPUDeepSpeedPrecisionPlugin(FP8DeepSpeedPrecisionHooks, DeepSpeedPrecision):
     """DeepSpeed precision for :class:`~lightning_hpu.HPUDeepSpeedStrategy`, with ``"fp8"``.
 
     ``Trainer(accelerator="hpu", strategy="deepspeed", precision=...)`` maps here. Lightning's DeepSpeed precisions
@@ -28,25 +21,3 @@ class HPUDeepSpeedPrecisionPlugin(DeepSpeedPrecision):
         fp8_recipe: fp8 only: the engine's ``DelayedScaling`` recipe or a dict of its arguments.
         fp8_layer_filter: fp8 only: ``(qualified_name, layer) -> bool`` choosing the layers that run in fp8.
     """
-
-    def __init__(
-        self,
-        precision: str,
-        *,
-        fp8_recipe: Any | Mapping[str, Any] | None = None,
-        fp8_layer_filter: LayerFilter | None = None,
-    ) -> None:
-        # ``precision`` is what DeepSpeed's config is built from: bf16 (or fp16) outside the fp8 layers; ``fp8`` is
-        # the fp8 side (engine, recipe, layer swap) when the precision is an fp8 one.
-        name, self.fp8 = split_fp8_precision(precision, fp8_recipe, fp8_layer_filter)
-        super().__init__(name)  # type: ignore[arg-type]
-
-    @override
-    def convert_module(self, module: Module) -> Module:
-        if self.fp8 is not None:
-            module = self.fp8.convert_module(module)
-        return super().convert_module(module)
-
-    @override
-    def forward_context(self) -> AbstractContextManager:
-        return self.fp8.fp8_autocast() if self.fp8 is not None else super().forward_context()

@@ -28,6 +28,7 @@ used: it carries everything gloo needs, where ``extended_api=True`` would only a
 
 from __future__ import annotations
 
+import atexit
 import threading
 from collections.abc import Callable, Sequence
 from datetime import timedelta
@@ -419,3 +420,16 @@ def register_hccl_standin_backend() -> None:
         if HCCL_BACKEND_NAME in backend.backend_list or HCCL_BACKEND_NAME.upper() in backend._plugins:
             return
         backend.register_backend(HCCL_BACKEND_NAME, _create_hccl_standin, devices=["cpu"])
+        atexit.register(_destroy_process_groups_at_exit)
+
+
+def _destroy_process_groups_at_exit() -> None:
+    """Shut the process groups down before the interpreter does.
+
+    Lightning leaves the default group alive when a run ends. Left to the interpreter's final teardown, gloo's
+    worker threads can be destroyed while still joinable, and the process then aborts at exit ("terminate called
+    without an active exception") after a run that succeeded. Destroying the groups here, while Python still runs,
+    joins them cleanly.
+    """
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()

@@ -11,11 +11,10 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
 from lightning.fabric.plugins import Precision
-from lightning.fabric.plugins.collectives.torch_collective import default_pg_timeout
 from lightning.fabric.strategies import FSDPStrategy, ModelParallelStrategy, ParallelStrategy
 from lightning.fabric.strategies.fsdp import _is_sharded_checkpoint
 from lightning.fabric.strategies.registry import _StrategyRegistry
@@ -27,7 +26,7 @@ from typing_extensions import override
 
 from lightning_hpu.fabric.fsdp_precision import HPUFSDPPrecision
 from lightning_hpu.strategies import fsdp_state, sharding
-from lightning_hpu.strategies.hccl import FabricHCCLCollectiveOps
+from lightning_hpu.strategies.hccl import FabricHCCLCollectiveOps, init_hccl_process_group
 from lightning_hpu.strategies.lazy_mode import FabricHPUStrategyHooks
 
 
@@ -41,7 +40,7 @@ class _HCCLProcessGroup(ParallelStrategy):
     def _setup_distributed(self) -> None:
         reset_seed()
         self._set_world_ranks()  # type: ignore[attr-defined]
-        self._process_group_backend = sharding.init_hccl_process_group(
+        self._process_group_backend = init_hccl_process_group(
             self.cluster_environment,
             self.world_size,
             self.global_rank,
@@ -167,24 +166,6 @@ class HPUModelParallelStrategy(
     """
 
     strategy_name = "hpu_model_parallel"  # not registered by name: Fabric needs the ``parallelize_fn`` object
-
-    def __init__(
-        self,
-        parallelize_fn: Any,
-        data_parallel_size: Literal["auto"] | int = "auto",
-        tensor_parallel_size: Literal["auto"] | int = "auto",
-        save_distributed_checkpoint: bool = True,
-        process_group_backend: str | None = None,
-        timeout: timedelta | None = default_pg_timeout,
-    ) -> None:
-        super().__init__(
-            parallelize_fn=parallelize_fn,
-            data_parallel_size=data_parallel_size,
-            tensor_parallel_size=tensor_parallel_size,
-            save_distributed_checkpoint=save_distributed_checkpoint,
-            process_group_backend=process_group_backend,
-            timeout=timeout,
-        )
 
     @override
     def _configure_launcher(self) -> None:

@@ -23,7 +23,7 @@ from typing_extensions import override
 
 from lightning_hpu.plugins.fsdp_precision import HPUFSDPPrecisionPlugin
 from lightning_hpu.strategies import fsdp_state, sharding
-from lightning_hpu.strategies.hccl import HCCLCollectiveOps
+from lightning_hpu.strategies.hccl import HCCLCollectiveOps, init_hccl_process_group
 from lightning_hpu.strategies.lazy_mode import HPUStrategyHooks
 
 
@@ -80,7 +80,7 @@ class HPUFSDPStrategy(HPUStrategyHooks, HCCLCollectiveOps, FSDPStrategy):
         ParallelStrategy.setup_environment(self)  # the accelerator; FSDPStrategy's process group assumes CUDA
         reset_seed()
         self.set_world_ranks()
-        self._process_group_backend = sharding.init_hccl_process_group(
+        self._process_group_backend = init_hccl_process_group(
             self.cluster_environment,
             self.world_size,
             self.global_rank,

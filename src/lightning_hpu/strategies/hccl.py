@@ -18,8 +18,10 @@ own process group, and the sharded strategies (FSDP, model parallel), take only 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
+from lightning.fabric.plugins import ClusterEnvironment
 from lightning.fabric.strategies import DDPStrategy as FabricDDPStrategy
 from lightning.fabric.strategies import ParallelStrategy as FabricParallelStrategy
 from lightning.fabric.utilities.distributed import _init_dist_connection
@@ -41,6 +43,34 @@ GAUDI_DDP_DEFAULTS: Mapping[str, Any] = {"bucket_cap_mb": 230, "gradient_as_buck
 def with_gaudi_ddp_defaults(ddp_kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """``ddp_kwargs`` with :data:`GAUDI_DDP_DEFAULTS` for the arguments not given; a value given always wins."""
     return {**GAUDI_DDP_DEFAULTS, **ddp_kwargs}
+
+
+def hccl_backend_name(world_size: int, global_rank: int, local_rank: int, requested: str | None) -> str:
+    """Prepare this process for HCCL (``initialize_distributed_hpu``); the process-group backend to use.
+
+    ``requested`` is the user's ``process_group_backend``; without one it is the backend's (``"hccl"``).
+    """
+    backend = collectives.initialize_hccl(world_size, global_rank, local_rank)
+    return requested or backend
+
+
+def init_hccl_process_group(
+    cluster_environment: ClusterEnvironment | None,
+    world_size: int,
+    global_rank: int,
+    local_rank: int,
+    process_group_backend: str | None,
+    timeout: timedelta | None,
+) -> str:
+    """Create the default process group over HCCL (the stand-in's ``"hccl"`` group on the CPU); return its name.
+
+    Every HPU strategy that makes the default group (DDP, FSDP, model parallel; Trainer and Fabric) goes through
+    here.
+    """
+    name = hccl_backend_name(world_size, global_rank, local_rank, process_group_backend)
+    assert cluster_environment is not None
+    _init_dist_connection(cluster_environment, name, timeout=timeout)
+    return name
 
 
 class HCCLCollectiveOps(SigtermAgreement, ParallelStrategy):
@@ -73,14 +103,18 @@ class HCCLCollectivesHooks(HCCLCollectiveOps, DDPStrategy):
     def setup_distributed(self) -> None:
         reset_seed()
         self.set_world_ranks()
-        self._process_group_backend = self._get_process_group_backend()
-        assert self.cluster_environment is not None
-        _init_dist_connection(self.cluster_environment, self._process_group_backend, timeout=self._timeout)
+        self._process_group_backend = init_hccl_process_group(
+            self.cluster_environment,
+            self.world_size,
+            self.global_rank,
+            self.local_rank,
+            self._process_group_backend,
+            self._timeout,
+        )
 
     @override
     def _get_process_group_backend(self) -> str:
-        backend = collectives.initialize_hccl(self.world_size, self.global_rank, self.local_rank)
-        return self._process_group_backend or backend
+        return hccl_backend_name(self.world_size, self.global_rank, self.local_rank, self._process_group_backend)
 
     @override
     def determine_ddp_device_ids(self) -> list[int] | None:
@@ -114,14 +148,18 @@ class FabricHCCLCollectivesHooks(FabricHCCLCollectiveOps, FabricDDPStrategy):
     @override
     def _setup_distributed(self) -> None:
         self._set_world_ranks()
-        self._process_group_backend = self._get_process_group_backend()
-        assert self.cluster_environment is not None
-        _init_dist_connection(self.cluster_environment, self._process_group_backend, timeout=self._timeout)
+        self._process_group_backend = init_hccl_process_group(
+            self.cluster_environment,
+            self.world_size,
+            self.global_rank,
+            self.local_rank,
+            self._process_group_backend,
+            self._timeout,
+        )
 
     @override
     def _get_process_group_backend(self) -> str:
-        backend = collectives.initialize_hccl(self.world_size, self.global_rank, self.local_rank)
-        return self._process_group_backend or backend
+        return hccl_backend_name(self.world_size, self.global_rank, self.local_rank, self._process_group_backend)
 
     @override
     def _determine_ddp_device_ids(self) -> list[int] | None:

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import Literal
-
 import lightning.pytorch as pl
-from lightning.fabric.plugins.collectives.torch_collective import default_pg_timeout
 from lightning.fabric.strategies.registry import _StrategyRegistry
 from lightning.fabric.utilities.seed import reset_seed
 from lightning.pytorch.strategies import ModelParallelStrategy
@@ -14,7 +10,7 @@ from typing_extensions import override
 
 from lightning_hpu.plugins.model_parallel_precision import HPUModelParallelPrecisionPlugin
 from lightning_hpu.strategies import sharding
-from lightning_hpu.strategies.hccl import HCCLCollectiveOps
+from lightning_hpu.strategies.hccl import HCCLCollectiveOps, init_hccl_process_group
 from lightning_hpu.strategies.lazy_mode import HPUStrategyHooks
 
 
@@ -30,22 +26,6 @@ class HPUModelParallelStrategy(HPUStrategyHooks, HCCLCollectiveOps, ModelParalle
     """
 
     strategy_name = "hpu_model_parallel"
-
-    def __init__(
-        self,
-        data_parallel_size: Literal["auto"] | int = "auto",
-        tensor_parallel_size: Literal["auto"] | int = "auto",
-        save_distributed_checkpoint: bool = True,
-        process_group_backend: str | None = None,
-        timeout: timedelta | None = default_pg_timeout,
-    ) -> None:
-        super().__init__(
-            data_parallel_size=data_parallel_size,
-            tensor_parallel_size=tensor_parallel_size,
-            save_distributed_checkpoint=save_distributed_checkpoint,
-            process_group_backend=process_group_backend,
-            timeout=timeout,
-        )
 
     @staticmethod
     def hpu_precision(precision: str) -> HPUModelParallelPrecisionPlugin:
@@ -64,7 +44,7 @@ class HPUModelParallelStrategy(HPUStrategyHooks, HCCLCollectiveOps, ModelParalle
         super(ModelParallelStrategy, self).setup_environment()  # the accelerator, as Lightning's does here
         reset_seed()
         self.set_world_ranks()
-        self._process_group_backend = sharding.init_hccl_process_group(
+        self._process_group_backend = init_hccl_process_group(
             self.cluster_environment,
             self.world_size,
             self.global_rank,

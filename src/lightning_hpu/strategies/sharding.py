@@ -15,16 +15,12 @@
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from datetime import timedelta
 from typing import Any
 
 import torch
-from lightning.fabric.plugins import ClusterEnvironment
-from lightning.fabric.utilities.distributed import _init_dist_connection
 from torch.nn import Module
 
 from lightning_hpu.runtime import require_backend
-from lightning_hpu.strategies import collectives
 
 #: FSDP sharding strategies that shard within a node and replicate across nodes: they need several nodes.
 MULTI_NODE_SHARDING = frozenset({"HYBRID_SHARD", "_HYBRID_SHARD_ZERO2"})
@@ -77,22 +73,6 @@ def check_before_launch(
     if sharding_strategy is not None:
         check_sharding_strategy(sharding_strategy, num_nodes)
     check_tensor_parallel_size(tensor_parallel_size, num_processes, num_nodes * num_processes)
-
-
-def init_hccl_process_group(
-    cluster_environment: ClusterEnvironment | None,
-    world_size: int,
-    global_rank: int,
-    local_rank: int,
-    process_group_backend: str | None,
-    timeout: timedelta | None,
-) -> str:
-    """Create the default process group over HCCL (the stand-in's ``"hccl"`` group on the CPU); return its name."""
-    backend = collectives.initialize_hccl(world_size, global_rank, local_rank)
-    name = process_group_backend or backend
-    assert cluster_environment is not None
-    _init_dist_connection(cluster_environment, name, timeout=timeout)
-    return name
 
 
 def fsdp_device() -> torch.device:

@@ -3,6 +3,6 @@
 from lightning_hpu.compile.callback import HPUCompile, HPUCompileError
 from lightning_hpu.compile.monitor import HPURecompileMonitor
 from lightning_hpu.compile.throughput import HPUThroughputMonitor
-from lightning_hpu.runtime.standin.compile_backend import CompileInLazyModeError
+from lightning_hpu.runtime.compile_backend import CompileInLazyModeError
 
 __all__ = ["CompileInLazyModeError", "HPUCompile", "HPUCompileError", "HPURecompileMonitor", "HPUThroughputMonitor"]

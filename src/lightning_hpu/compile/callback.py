@@ -18,7 +18,7 @@ from torch.nn import Module
 from typing_extensions import override
 
 from lightning_hpu.runtime import require_backend
-from lightning_hpu.runtime.standin.compile_backend import (
+from lightning_hpu.runtime.compile_backend import (
     BACKEND_NAME,
     CompileInLazyModeError,
     check_options,

@@ -137,7 +137,7 @@ class FabricHPUStrategyHooks(FabricStrategy):
 def _refuse_compiled_model_in_lazy_mode(trainer: pl.Trainer) -> None:
     """``trainer.fit(torch.compile(model))`` in lazy mode stops here, with one sentence, not at the first step."""
     from lightning_hpu.runtime import require_backend
-    from lightning_hpu.runtime.standin.compile_backend import CompileInLazyModeError, lazy_mode_refusal
+    from lightning_hpu.runtime.compile_backend import CompileInLazyModeError, lazy_mode_refusal
 
     module = trainer.lightning_module
     if getattr(module, "_compiler_ctx", None) is not None and require_backend().is_lazy():

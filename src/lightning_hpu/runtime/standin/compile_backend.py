@@ -15,69 +15,19 @@ call it too.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from lightning_hpu.runtime import settings
-
-#: The name the bridge registers with TorchDynamo (its only non-legacy backend).
-BACKEND_NAME = "hpu_backend"
-
-#: Keys of the bridge's ``compile_backend/config.py`` that ``options=`` may set (bridge 1.19).
-BRIDGE_OPTION_KEYS = frozenset(
-    {
-        "use_compiled_recipes",
-        "decomposition_mode",
-        "keep_input_mutations",
-        "use_eager_fallback",
-        "use_graph_freezing",
-        "discard_frozen_params",
-        "remove_unnecessary_clones",
-        "use_inplace_allreduce",
-        "use_inplace_index_copy",
-        "inference",
-        "enable_sfg",
-        "use_cpp_partitioner",
-        "enable_allreduce_graph_split",
-        "force_static_compile",
-        "reinplace_add",
-        "reassign_full_copy",
-        "reassign_copy_",
-        "use_boxed_input",
-    }
+from lightning_hpu.runtime.compile_backend import (
+    BACKEND_NAME,
+    CompileInLazyModeError,
+    check_options,
+    lazy_mode_refusal,
 )
 
 _lock = threading.Lock()
-
-
-class CompileInLazyModeError(RuntimeError):
-    """``torch.compile`` was asked for while the HPU runs in the legacy lazy mode."""
-
-
-def lazy_mode_refusal() -> str:
-    """The one sentence that says why compiling is refused in lazy mode."""
-    return (
-        f"torch.compile(backend='{BACKEND_NAME}') needs eager mode, but this process runs the legacy lazy mode"
-        f" ({settings.LAZY_MODE_ENV}={settings.lazy_mode_env_value()!r}); set {settings.LAZY_MODE_ENV}=0 (or unset"
-        " it) before starting Python."
-    )
-
-
-def check_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The compile options as a dict, refusing keys the bridge's backend does not know."""
-    if options is None:
-        return {}
-    if not isinstance(options, Mapping):
-        raise TypeError(f"`options` must be a dict of hpu_backend settings, got {type(options).__name__}.")
-    unknown = sorted(set(options) - BRIDGE_OPTION_KEYS)
-    if unknown:
-        raise ValueError(
-            f"`options` has keys {unknown} that hpu_backend does not know; use keys of the bridge's"
-            f" hpu_backend_config: {', '.join(sorted(BRIDGE_OPTION_KEYS))}."
-        )
-    return dict(options)
 
 
 def _standin_counters() -> Any:
@@ -145,13 +95,6 @@ def hpu_backend(graph: torch.fx.GraphModule, example_inputs: list[Any], **kwargs
         bw_compiler=_counting_compiler("backward"),
         keep_inference_input_mutations=bool(options.get("keep_input_mutations", True)),
     )(graph, example_inputs)
-
-
-def is_registered() -> bool:
-    """Whether TorchDynamo knows a backend called ``hpu_backend``: registered, or offered by a package's entry point."""
-    from torch._dynamo.backends import registry
-
-    return BACKEND_NAME in registry._COMPILER_FNS or BACKEND_NAME in registry.list_backends(exclude_tags=())
 
 
 def register_hpu_backend() -> None:

@@ -4,7 +4,9 @@
 at every Python start, and so does ``import lightning_hpu``. Only when ``LIGHTNING_HPU_BACKEND=cpu`` chose the
 stand-in and no real ``habana_frameworks`` is findable, it appends :class:`EmulationFinder` to ``sys.meta_path``;
 the finder maps ``habana_frameworks`` and the submodules listed in :data:`MODULES` onto the modules of
-``lightning_hpu.runtime.standin.emulation``. It also points DeepSpeed at its CPU accelerator (``DS_ACCELERATOR``),
+``lightning_hpu.runtime.standin.emulation``, and ``torch.hpu`` onto the emulated ``habana_frameworks.torch.hpu``:
+torch imports ``torch.hpu`` the first time a tensor goes to ``"hpu"``, which makes the stand-in's device real then,
+as the bridge's automatic loading does on a Gaudi. It also points DeepSpeed at its CPU accelerator (``DS_ACCELERATOR``),
 since DeepSpeed would otherwise take the importable ``habana_frameworks.torch.hpu`` for a Gaudi.
 
 This module runs before anything else at start-up: it imports only the standard library, and nothing at all
@@ -42,6 +44,9 @@ MODULES: dict[str, str | None] = {
     "habana_frameworks.torch.distributed.hccl": "hccl",
 }
 
+#: torch's device module for ``hpu``, served by the emulated bridge module as on a Gaudi.
+TORCH_DEVICE_MODULE = "torch.hpu"
+
 #: The bridge modules that have submodules.
 PACKAGES = frozenset(
     {
@@ -73,7 +78,7 @@ class _EmulationLoader:
         self.name = name
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
-        target = MODULES[self.name]
+        target = MODULES[ROOT + ".torch.hpu" if self.name == TORCH_DEVICE_MODULE else self.name]
         if target is None:
             return None  # an empty package, created by the import system
         return importlib.import_module(f"{EMULATION_PACKAGE}.{target}")
@@ -89,6 +94,8 @@ class EmulationFinder:
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
+        if fullname == TORCH_DEVICE_MODULE:
+            return importlib.machinery.ModuleSpec(fullname, _EmulationLoader(fullname))
         if fullname not in MODULES:
             return None
         if fullname != ROOT and not is_emulated(getattr(sys.modules.get(ROOT), "__spec__", None)):

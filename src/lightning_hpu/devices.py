@@ -62,6 +62,13 @@ def selected_device_indices() -> tuple[int, ...] | None:
     return _selected_indices
 
 
+def selected_modules(count: int, installed: int) -> list[int]:
+    """The HPU module of each local rank: the remembered ``devices`` list's, else the first ``count`` visible ones."""
+    visible = settings.visible_modules(installed)
+    positions = list(_selected_indices) if _selected_indices is not None else list(range(count))
+    return [visible[position] for position in positions if position < len(visible)]
+
+
 def bind_selected_hpu(local_rank: int, installed: int) -> int | None:
     """Bind this process to the HPU its local rank has in the remembered ``devices`` list; return its module id.
 

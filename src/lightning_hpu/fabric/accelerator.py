@@ -14,6 +14,7 @@ from lightning_hpu.devices import (
     parse_hpu_devices,
     remember_device_indices,
     selected_device_indices,
+    selected_modules,
 )
 from lightning_hpu.runtime import get_backend, hpu_available, require_backend
 
@@ -25,11 +26,12 @@ class HPUAccelerator(Accelerator):
     def setup_device(self, device: torch.device) -> None:
         backend = require_backend()
         if device.type != backend.torch_device().type:
-            raise ValueError(f"HPUAccelerator got device {device}; expected {backend.torch_device()}.")
+            raise ValueError(f"HPUAccelerator got device {device}; expected an {backend.torch_device().type} device.")
         indices = selected_device_indices()
         if indices is not None and len(indices) == 1:
             # One process: bind it here. Several: each binds when its process group is prepared (``initialize_hccl``).
             bind_selected_hpu(0, backend.device_count())
+        backend.activate_device(device)
 
     @override
     def teardown(self) -> None:
@@ -51,10 +53,15 @@ class HPUAccelerator(Accelerator):
     @staticmethod
     @override
     def get_parallel_devices(devices: Any) -> list[torch.device]:
-        """One torch device per process: the unindexed ``hpu`` device (the bridge binds each process to its HPU)."""
+        """One torch device per process, for the HPU module each local rank drives.
+
+        On a Gaudi that is the unindexed ``hpu`` device (the bridge opens only the process's own module); on the CPU
+        stand-in, ``hpu:<module>``.
+        """
         # Lightning hands over the count parse_devices returned: the list it parsed stays remembered.
+        backend = require_backend()
         count = parse_hpu_devices(devices, available=HPUAccelerator.auto_device_count())
-        return [require_backend().torch_device()] * count
+        return backend.parallel_devices(selected_modules(count, backend.device_count()))
 
     @staticmethod
     @override

@@ -90,6 +90,19 @@ class HPUBackend(ABC):
     def torch_device(self) -> torch.device:
         """The torch device that tensors of this process live on."""
 
+    def parallel_devices(self, modules: list[int]) -> list[torch.device]:
+        """The torch device of each local process, given the HPU module each one drives.
+
+        On a Gaudi every process opens only its own module, which it addresses as the unindexed ``hpu`` device.
+        """
+        return [self.torch_device()] * len(modules)
+
+    def activate_device(self, device: torch.device) -> None:  # noqa: B027 (optional hook, no-op by default)
+        """Make ``device`` (the strategy's root device) the current HPU of this process.
+
+        Nothing to do on a Gaudi: the bridge opens the process's bound module, the unindexed ``hpu`` device.
+        """
+
     @abstractmethod
     def set_device(self, local_rank: int) -> None:
         """Bind this process to the HPU of the given local rank."""

@@ -1,17 +1,16 @@
 """The CPU stand-in: the HPU seam implemented on the CPU, for tests and laptops without a Gaudi.
 
-It is chosen only explicitly (``LIGHTNING_HPU_BACKEND=cpu``). It runs every op eagerly on the CPU, but keeps
-the device's rules: ``mark_step`` is counted (and is a no-op in eager mode, as on the bridge), memory stats have
-the bridge's keys, fp16/fp8 follow the emulated generation, and the ``hccl`` process group refuses the reduce
-ops HCCL refuses. Fused optimizers and clipping follow the bridge's formulas (``standin.optimizers``); there is no
-fp8 engine.
+It is chosen only explicitly (``LIGHTNING_HPU_BACKEND=cpu``). Its HPUs are torch's ``hpu`` device, made real by
+:mod:`lightning_hpu.runtime.standin.device`: tensors live on ``hpu:N`` (bytes in host memory, counted per device),
+and every op runs eagerly with the CPU's kernels. It keeps the device's rules: ``mark_step`` is counted (and is a
+no-op in eager mode, as on the bridge), memory stats have the bridge's keys, fp16/fp8 follow the emulated
+generation, and the ``hccl`` process group refuses the reduce ops HCCL refuses. Fused optimizers and clipping
+follow the bridge's formulas (``standin.optimizers``); there is no fp8 engine.
 """
 
 from __future__ import annotations
 
 import os
-import resource
-import sys
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ import torch
 from torch.optim import Optimizer
 
 from lightning_hpu.runtime import settings
+from lightning_hpu.runtime.standin import device as hpu_device
 from lightning_hpu.runtime.base import MEMORY_STAT_KEYS, GraphHandle, HPUBackend, HPUFeatureUnavailableError
 
 if TYPE_CHECKING:
@@ -59,16 +59,6 @@ class StandInCounters:
             setattr(self, name, 0)
 
 
-def _resident_bytes() -> int:
-    """Resident memory of this process, the stand-in's measure of memory in use."""
-    try:
-        with open("/proc/self/statm") as statm:
-            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        return peak if sys.platform == "darwin" else peak * 1024
-
-
 class CPUStandInBackend(HPUBackend):
     """Emulates ``LIGHTNING_HPU_CPU_DEVICES`` Gaudis of generation ``LIGHTNING_HPU_CPU_DEVICE_NAME`` on the CPU."""
 
@@ -79,7 +69,9 @@ class CPUStandInBackend(HPUBackend):
         self._device_name = settings.cpu_device_name()
         # Read once, like the bridge's cached ``is_lazy``.
         self._lazy = settings.lazy_mode_from_env()
-        self._peak_in_use = 0
+        hpu_device.enable()
+        hpu_device.set_memory_limit(_HBM_BYTES[self._device_name])
+        self._follow_binding()
         self.counters = StandInCounters()
         self._graph_cache: LazyGraphCacheModel | None = None
         self._watchers = 0
@@ -97,7 +89,26 @@ class CPUStandInBackend(HPUBackend):
         return self._device_name
 
     def torch_device(self) -> torch.device:
-        return torch.device("cpu")
+        """``hpu:<module>``: the emulated HPU this process is bound to."""
+        return torch.device("hpu", self.current_device())
+
+    def parallel_devices(self, modules: list[int]) -> list[torch.device]:
+        """Each process's HPU is its own device here: local rank ``r`` drives ``hpu:<its module>``."""
+        self._check_emulated(modules)
+        return [torch.device("hpu", module) for module in modules]
+
+    def activate_device(self, device: torch.device) -> None:
+        """``hpu:N`` becomes the device of every thread of this process (``hpu`` alone: the bound module's)."""
+        if device.index is not None:
+            self._check_emulated([device.index])
+            hpu_device.set_process_device(device.index)
+
+    def _follow_binding(self) -> None:
+        """Make the bound module the device of every thread of this process (as the bridge opens that module)."""
+        module = settings.bound_module()
+        if module is not None:
+            self._check_emulated([module])
+            hpu_device.set_process_device(module)
 
     def set_device(self, local_rank: int) -> None:
         """The bridge's ``set_device``: bind to the ``local_rank``-th visible module, or keep the bound one.
@@ -119,6 +130,7 @@ class CPUStandInBackend(HPUBackend):
                     f"{settings.MODULE_ID_ENV}={bound} binds this process to a module outside the visible ones"
                     f" ({visible}); fix {settings.MODULE_ID_ENV} or {settings.VISIBLE_MODULES_ENV}."
                 )
+            self._follow_binding()
             return
         if settings.VISIBLE_MODULES_ENV not in os.environ and self._device_count < 8 and local_rank != 0:
             raise ValueError(
@@ -126,11 +138,11 @@ class CPUStandInBackend(HPUBackend):
                 f" without it on fewer than 8 HPUs); set {settings.VISIBLE_MODULES_ENV} or {settings.MODULE_ID_ENV}."
             )
         os.environ[settings.MODULE_ID_ENV] = str(visible[local_rank])
+        self._follow_binding()
 
     def current_device(self) -> int:
-        """The module this process is bound to (``hpu.current_device()`` of the bridge): ``HLS_MODULE_ID``, else 0."""
-        bound = settings.bound_module()
-        return 0 if bound is None else bound
+        """The calling thread's HPU: the module the process is bound to (``HLS_MODULE_ID``), else ``hpu:0``."""
+        return hpu_device.current_device()
 
     def _check_emulated(self, modules: list[int]) -> None:
         missing = [module for module in modules if module >= self._device_count]
@@ -147,6 +159,7 @@ class CPUStandInBackend(HPUBackend):
         single process.
         """
         if world_size == 1 or settings.bound_module() is not None:
+            self._follow_binding()
             return
         visible = settings.visible_modules(self._device_count)
         self._check_emulated(visible)
@@ -156,6 +169,7 @@ class CPUStandInBackend(HPUBackend):
                 f" raise {settings.CPU_DEVICES_ENV}."
             )
         os.environ[settings.MODULE_ID_ENV] = str(visible[local_rank])
+        self._follow_binding()
 
     def is_lazy(self) -> bool:
         return self._lazy
@@ -195,18 +209,33 @@ class CPUStandInBackend(HPUBackend):
         return self._graph_cache.last_reason if self._graph_cache is not None else None
 
     def memory_stats(self) -> dict[str, int]:
-        in_use = _resident_bytes()
-        self._peak_in_use = max(self._peak_in_use, in_use)
+        """The bridge's statistics of this process's HPU, from the bytes of its live ``hpu`` tensors.
+
+        The stand-in allocates every tensor on its own (there is no caching pool), so the totals of system
+        allocations equal the allocations.
+        """
+        memory = hpu_device.memory_stats(self.current_device())
         stats = dict.fromkeys(MEMORY_STAT_KEYS, 0)
-        stats.update(Limit=_HBM_BYTES[self._device_name], InUse=in_use, MaxInUse=self._peak_in_use)
+        stats.update(
+            Limit=_HBM_BYTES[self._device_name],
+            InUse=memory.in_use,
+            MaxInUse=memory.peak,
+            NumAllocs=memory.allocations,
+            NumFrees=memory.frees,
+            ActiveAllocs=memory.active,
+            MaxAllocSize=memory.largest_allocation,
+            TotalSystemAllocs=memory.allocations,
+            TotalSystemFrees=memory.frees,
+            TotalActiveAllocs=memory.active,
+        )
         return stats
 
     def reset_peak_memory_stats(self) -> None:
-        self._peak_in_use = _resident_bytes()
+        hpu_device.reset_peak_memory_stats(self.current_device())
 
     @property
     def autocast_device_type(self) -> str:
-        return "cpu"
+        return "hpu"
 
     @property
     def process_group_backend(self) -> str:

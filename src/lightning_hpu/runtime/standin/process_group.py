@@ -38,9 +38,10 @@ import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import AllgatherOptions as _AllgatherOptions  # not re-exported in the stubs
 from torch.distributed import ReduceOp
-from torch.utils._pytree import tree_leaves
+from torch.utils._pytree import tree_leaves, tree_map_only
 
 from lightning_hpu.runtime.base import HCCL_REDUCE_OPS
+from lightning_hpu.runtime.standin import device as hpu_device
 from lightning_hpu.runtime.standin.graphs import capture_active
 
 if TYPE_CHECKING:
@@ -183,6 +184,29 @@ def _checked_options(
     return options
 
 
+class _GlooOnHostViews:
+    """The gloo backend, handed host views of the stand-in's ``hpu`` tensors (gloo takes CPU tensors only).
+
+    The views share the tensors' bytes, so gloo writes its results straight into the ``hpu`` tensors.
+    """
+
+    def __init__(self, gloo: Any) -> None:
+        self._gloo = gloo
+
+    def __getattr__(self, name: str) -> Callable[..., dist.Work]:
+        method = getattr(self._gloo, name)
+
+        def on_host(*args: Any) -> dist.Work:
+            work: dist.Work = method(*tree_map_only(torch.Tensor, _host, args))
+            return work
+
+        return on_host
+
+
+def _host(tensor: torch.Tensor) -> torch.Tensor:
+    return hpu_device.host_view(tensor) if tensor.device.type == "hpu" else tensor
+
+
 def _as_list(tensors: torch.Tensor | Sequence[torch.Tensor]) -> list[torch.Tensor]:
     return [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
 
@@ -200,9 +224,11 @@ class HCCLStandInProcessGroup(dist.ProcessGroup):
         super().__init__(rank, size)  # type: ignore[call-arg]
         gloo = dist.ProcessGroupGloo(store, rank, size, timeout)
         self._set_default_backend(dist.ProcessGroup.BackendType.GLOO)
-        self._register_backend(torch.device("cpu"), dist.ProcessGroup.BackendType.GLOO, gloo)
-        self._gloo = cast(_GlooReductions, gloo)
-        self._gloo_any: Any = gloo
+        for device in ("cpu", "hpu"):
+            self._register_backend(torch.device(device), dist.ProcessGroup.BackendType.GLOO, gloo)
+        on_host = _GlooOnHostViews(gloo)
+        self._gloo = cast(_GlooReductions, on_host)
+        self._gloo_any: Any = on_host
 
     def getBackendName(self) -> str:
         return HCCL_BACKEND_NAME
@@ -409,7 +435,7 @@ def _create_hccl_standin(store: Store, group_rank: int, group_size: int, timeout
 
 
 def register_hccl_standin_backend() -> None:
-    """Register the ``"hccl"`` backend for the CPU, unless a backend of that name is already there.
+    """Register the ``"hccl"`` backend for the stand-in's ``hpu`` (and the CPU), unless one of that name is there.
 
     Afterwards ``dist.init_process_group(backend="hccl")`` gives a gloo-run group that follows HCCL's rules (see
     the module docstring). Calling it again, or after the bridge registered the real HCCL, does nothing.
@@ -419,7 +445,7 @@ def register_hccl_standin_backend() -> None:
         backend = dist.Backend
         if HCCL_BACKEND_NAME in backend.backend_list or HCCL_BACKEND_NAME.upper() in backend._plugins:
             return
-        backend.register_backend(HCCL_BACKEND_NAME, _create_hccl_standin, devices=["cpu"])
+        backend.register_backend(HCCL_BACKEND_NAME, _create_hccl_standin, devices=["cpu", "hpu"])
         atexit.register(_destroy_process_groups_at_exit)
 
 

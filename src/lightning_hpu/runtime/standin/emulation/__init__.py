@@ -5,10 +5,11 @@ With ``LIGHTNING_HPU_BACKEND=cpu`` and no real bridge, the import hook in ``_lig
 function calls the very backend the package uses (:func:`lightning_hpu.runtime.get_backend`, the
 :class:`~lightning_hpu.runtime.standin.CPUStandInBackend`): one implementation of the device's rules.
 
-- ``torch_package``: ``habana_frameworks.torch``; importing it puts ``"hpu"`` tensors on the CPU (``device_mode``)
-  and makes ``torch.autocast(device_type="hpu")`` lower them (``autocast``);
-- ``core``: ``habana_frameworks.torch.core`` (``mark_step``, ``is_lazy``, ``hpu``), registers ``torch.hpu``;
-- ``hpu``: ``habana_frameworks.torch.hpu`` (devices, memory, and in lazy mode the HPU-graph API);
+- ``torch_package``: ``habana_frameworks.torch``; importing it makes the stand-in's ``hpu`` device real
+  (:mod:`lightning_hpu.runtime.standin.device`);
+- ``core``: ``habana_frameworks.torch.core`` (``mark_step``, ``is_lazy``, ``hpu``);
+- ``hpu``: ``habana_frameworks.torch.hpu``, also ``torch.hpu`` (devices, memory, and in lazy mode the HPU-graph
+  API);
 - ``optimizers`` / ``normalization``: ``hpex.optimizers`` (``FusedAdamW``, ``FusedSGD``) and ``hpex.normalization``
   (``FusedClipNorm``);
 - ``hccl``: ``habana_frameworks.torch.distributed.hccl`` (registers the ``"hccl"`` backend on import).

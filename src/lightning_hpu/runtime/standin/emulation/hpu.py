@@ -1,7 +1,10 @@
 """``habana_frameworks.torch.hpu`` (also ``torch.hpu`` and ``htcore.hpu``) on the stand-in.
 
-Devices, synchronisation and memory statistics come from the stand-in backend; the random-number functions use the
-CPU generator, the stand-in's device. The HPU-graph API (``HPUGraph``,
+It is also ``torch.hpu``, torch's device module for the ``hpu`` device type, which the stand-in makes real
+(:mod:`lightning_hpu.runtime.standin.device`): importing it loads that device, and torch imports it the first time
+a tensor goes to ``"hpu"``. Devices, synchronisation and memory statistics (the bytes of live ``hpu`` tensors) come
+from the stand-in backend; random numbers on ``hpu`` come from the host's generator, so ``torch.manual_seed``
+makes them reproducible. The HPU-graph API (``HPUGraph``,
 ``graph``, ``make_graphed_callables``, ``ModuleCacher``, ``wrap_in_hpu_graph``) is the package's own
 :mod:`lightning_hpu.hpu_graphs`, which runs on the same backend. As in the bridge (1.19), it exists only in lazy
 mode: in eager mode these names are missing (``AttributeError``), with the package's sentence on what to do.
@@ -14,10 +17,12 @@ from typing import Any
 import torch
 
 from lightning_hpu.runtime import require_backend
+from lightning_hpu.runtime.standin import device as _device
 from lightning_hpu.runtime.standin.backend import CPUStandInBackend
 
 __all__ = [
     "current_device",
+    "device",
     "device_count",
     "get_device_name",
     "get_rng_state",
@@ -33,10 +38,13 @@ __all__ = [
     "memory_reserved",
     "memory_stats",
     "reset_accumulated_memory_stats",
+    "reset_max_memory_allocated",
     "reset_peak_memory_stats",
     "set_device",
+    "set_rng_ctx",
     "set_rng_state",
     "synchronize",
+    "unset_rng_ctx",
 ]
 
 _Device = int | str | torch.device | None
@@ -91,8 +99,46 @@ def get_device_name(device: _Device = None) -> str:
 
 
 def current_device() -> int:
-    """The index of the HPU this process is bound to."""
+    """The index of the current HPU (the module this process is bound to, unless the thread chose another)."""
     return _standin().current_device()
+
+
+def is_initialized() -> bool:
+    """Whether the device is ready (torch asks before it lazily initialises a device)."""
+    return _device.is_loaded()
+
+
+def _lazy_init() -> None:
+    """What torch calls before the first tensor goes to ``"hpu"``: the stand-in's device and backend are ready."""
+    _standin()
+
+
+def _is_in_bad_fork() -> bool:
+    """A forked child can use the stand-in's device (its memory is host memory), unlike a Gaudi's runtime."""
+    return False
+
+
+class device:  # noqa: N801 (torch's name for its device context managers)
+    """Context manager that makes ``device`` the current HPU of the thread inside it (``torch.hpu.device(1)``)."""
+
+    def __init__(self, device: _Device) -> None:
+        self.index = _checked_index(device)
+        self.previous = -1
+
+    def __enter__(self) -> None:
+        self.previous = current_device()
+        _device.set_device(self.index)
+
+    def __exit__(self, *exc: object) -> None:
+        _device.set_device(self.previous)
+
+
+def set_rng_ctx(name: str) -> None:
+    """Select the bridge's random-number context (``"philox"`` for DTensor); the stand-in has one generator."""
+
+
+def unset_rng_ctx(name: str) -> None:
+    """Leave the random-number context :func:`set_rng_ctx` selected."""
 
 
 def set_device(device: _Device) -> None:
@@ -106,8 +152,10 @@ def synchronize() -> None:
 
 
 def memory_stats(device: _Device = None) -> dict[str, int]:
-    """Memory statistics with the bridge's ten keys (``Limit``, ``InUse``, ``MaxInUse``, ...)."""
-    return _standin().memory_stats()
+    """Memory statistics with the bridge's ten keys (``Limit``, ``InUse``, ``MaxInUse``, ...) of an HPU."""
+    index = _checked_index(device)
+    with globals()["device"](index):
+        return _standin().memory_stats()
 
 
 def memory_allocated(device: _Device = None) -> int:
@@ -122,7 +170,12 @@ def max_memory_allocated(device: _Device = None) -> int:
 
 def reset_peak_memory_stats(device: _Device = None) -> None:
     """Reset ``MaxInUse`` to the memory in use now."""
-    _standin().reset_peak_memory_stats()
+    _device.reset_peak_memory_stats(_checked_index(device))
+
+
+def reset_max_memory_allocated(device: _Device = None) -> None:
+    """The bridge's (and torch.cuda's) older name of :func:`reset_peak_memory_stats`."""
+    reset_peak_memory_stats(device)
 
 
 def reset_accumulated_memory_stats(device: _Device = None) -> None:
@@ -188,3 +241,7 @@ def __getattr__(name: str) -> Any:
     except HPUGraphsUnavailableError as err:
         raise AttributeError(f"habana_frameworks.torch.hpu has no attribute {name!r} in eager mode: {err}") from None
     return getattr(hpu_graphs, name)
+
+
+# Importing this module (as ``torch.hpu``, or through ``habana_frameworks``) makes the ``hpu`` device real.
+_device.enable()

@@ -1,12 +1,11 @@
-"""``habana_frameworks.torch`` on the stand-in: importing it switches the emulation on, as importing the bridge does.
+"""``habana_frameworks.torch`` on the stand-in: importing it makes the ``hpu`` device real, as importing the bridge does.
 
-``"hpu"`` tensors land on the CPU from now on, and HPU autocast regions lower them. The import hook then imports
-``core``, ``hpu`` and ``distributed.hccl`` with it, like the bridge's ``__init__``.
+Tensors go to the stand-in's ``hpu`` device from now on (``torch.hpu`` is this emulation's ``hpu`` module). The import
+hook then imports ``core``, ``hpu`` and ``distributed.hccl`` with it, like the bridge's ``__init__``.
 """
 
 from __future__ import annotations
 
-from lightning_hpu.runtime.standin.emulation import autocast, device_mode
+from lightning_hpu.runtime.standin import device
 
-device_mode.activate()
-autocast.pair_hpu_autocast_with_cpu()
+device.enable()

@@ -1,0 +1,125 @@
+"""The CPU stand-in's ``hpu``: torch's own HPU device type, made real on a CPU build of torch.
+
+Tensors on ``hpu:N`` keep their bytes in host memory, but they are HPU tensors in every other respect: they report
+``device(type='hpu', index=N)``, torch refuses to mix them with host tensors or with another HPU's, ops on them run
+the CPU's kernels without copies, ``torch.autocast("hpu")`` casts by the bridge's op lists, and the bytes of live
+tensors are counted per device (:func:`memory_stats`). A small C++ library provides the device guard, allocator,
+hooks and kernels (``csrc/``; see :mod:`.library` for how it is built and cached).
+
+:func:`enable` loads it and registers the emulated ``habana_frameworks.torch.hpu`` as ``torch.hpu``. The stand-in
+backend calls it when it is created, and importing ``torch.hpu`` with ``LIGHTNING_HPU_BACKEND=cpu`` does too (torch
+imports it when a tensor is first put on ``"hpu"``), so a script that uses the device first gets it as on a Gaudi.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+from typing import NamedTuple
+
+import torch
+
+from lightning_hpu.runtime.standin.device.library import DeviceLibraryError, is_loaded, load_device_library
+
+__all__ = [
+    "DeviceLibraryError",
+    "DeviceMemory",
+    "current_device",
+    "device_count",
+    "enable",
+    "host_view",
+    "is_loaded",
+    "memory_stats",
+    "reset_peak_memory_stats",
+    "set_device",
+    "set_memory_limit",
+    "set_process_device",
+]
+
+_lock = threading.Lock()
+_enabled = False
+
+
+class DeviceMemory(NamedTuple):
+    """Bytes and allocations of one emulated HPU, counted by the library's allocator."""
+
+    in_use: int
+    peak: int
+    allocations: int
+    frees: int
+    active: int
+    largest_allocation: int
+
+
+def _ops() -> torch._ops._OpNamespace:
+    return torch.ops.lightning_hpu_standin
+
+
+def enable() -> None:
+    """Load the device library and make ``torch.hpu`` the emulated bridge module (once per process)."""
+    global _enabled
+    with _lock:
+        if _enabled:
+            return
+        load_device_library()
+        from lightning_hpu.runtime.standin.emulation import hpu as hpu_module
+
+        if not hasattr(torch, "hpu"):
+            torch._register_device_module("hpu", hpu_module)
+        atexit.register(_drain_autograd_worker)
+        _enabled = True
+
+
+def _drain_autograd_worker() -> None:
+    """Let torch's autograd thread for hpu release every finished backward before the interpreter shuts down.
+
+    Backward passes over hpu tensors run on torch's per-device autograd thread, which can hold the last reference
+    to a finished graph (and Python objects with it) for a moment after ``backward()`` returned. Dropped while
+    Python finalizes, that reference would abort the process. The thread serves one graph at a time, so running a
+    tiny backward through it here, while Python is fully alive, means every earlier graph has been released.
+    """
+    try:
+        leaf = torch.zeros((), device="hpu", requires_grad=True)
+        leaf.sum().backward()
+    except Exception:  # nothing to drain (no hpu, or autograd already torn down)
+        pass
+
+
+def device_count() -> int:
+    """Number of emulated HPUs (``LIGHTNING_HPU_CPU_DEVICES``)."""
+    return int(_ops().device_count())
+
+
+def current_device() -> int:
+    """The calling thread's current HPU index."""
+    return int(_ops().current_device())
+
+
+def set_device(index: int) -> None:
+    """Make ``hpu:index`` the calling thread's current HPU."""
+    _ops().set_device(index)
+
+
+def set_process_device(index: int) -> None:
+    """Make ``hpu:index`` the process's HPU: the current one of every thread that did not choose its own."""
+    _ops().set_process_device(index)
+
+
+def memory_stats(index: int) -> DeviceMemory:
+    """The allocator's counts for ``hpu:index``."""
+    return DeviceMemory(*(int(value) for value in _ops().memory_stats(index)))
+
+
+def reset_peak_memory_stats(index: int) -> None:
+    """Start the peak (and the largest allocation) of ``hpu:index`` again from what is in use now."""
+    _ops().reset_peak_memory_stats(index)
+
+
+def set_memory_limit(nbytes: int) -> None:
+    """Refuse allocations that would put more than ``nbytes`` on one HPU (its HBM), as the device runs out."""
+    _ops().set_memory_limit(nbytes)
+
+
+def host_view(tensor: torch.Tensor) -> torch.Tensor:
+    """A host tensor over the bytes of an ``hpu`` tensor (no copy), for libraries that take CPU tensors only."""
+    return _ops().host_view(tensor)  # type: ignore[no-any-return]

@@ -1,0 +1,142 @@
+"""Building, caching and loading the C++ library that makes torch's ``hpu`` device real on the CPU stand-in.
+
+The library (``csrc/``) is compiled once per torch build, on first use, with torch's own extension builder, and
+cached under ``$LIGHTNING_HPU_EXTENSIONS_DIR`` (default: ``<Python prefix>/var/lightning_hpu``, inside the virtual
+environment, or ``~/.cache/lightning_hpu`` when the prefix is not writable). A cached start only loads the shared
+object. It is never built or loaded next to the Intel Gaudi bridge, which registers the HPU device itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+
+import torch
+
+import _lightning_hpu_emulation
+from lightning_hpu.runtime.base import HPUNotAvailableError
+
+EXTENSIONS_DIR_ENV = "LIGHTNING_HPU_EXTENSIONS_DIR"
+LIBRARY_NAME = "lightning_hpu_standin_device"
+_CSRC = Path(__file__).with_name("csrc")
+_SOURCES = ("hpu_device.cpp", "hpu_kernels.cpp", "hpu_autocast.cpp")
+_CFLAGS = ("-O2",)
+_READY = "ready"
+
+_lock = threading.Lock()
+_loaded = False
+
+
+class DeviceLibraryError(HPUNotAvailableError):
+    """The stand-in's device library cannot be built or loaded here (the message says what to do)."""
+
+
+def _fingerprint() -> str:
+    """What the built library depends on: its sources, the flags, torch's build and the Python ABI."""
+    digest = hashlib.sha256()
+    for name in sorted(path.name for path in _CSRC.iterdir()):
+        digest.update(name.encode())
+        digest.update((_CSRC / name).read_bytes())
+    digest.update(" ".join(_CFLAGS).encode())
+    digest.update(torch.__version__.encode())
+    digest.update(str(torch._C._GLIBCXX_USE_CXX11_ABI).encode())
+    digest.update(sys.implementation.cache_tag.encode())
+    return digest.hexdigest()[:16]
+
+
+def _writable(path: Path) -> bool:
+    probe = path
+    while not probe.exists():
+        probe = probe.parent
+    return os.access(probe, os.W_OK)
+
+
+def cache_root() -> Path:
+    """Where built libraries are kept (one folder per torch build and source version)."""
+    configured = os.environ.get(EXTENSIONS_DIR_ENV, "").strip()
+    if configured:
+        return Path(configured).expanduser()
+    in_prefix = Path(sys.prefix) / "var" / "lightning_hpu"
+    return in_prefix if _writable(in_prefix) else Path.home() / ".cache" / "lightning_hpu"
+
+
+def build_directory() -> Path:
+    """The folder of the library for this torch build (a changed source rebuilds there, incrementally)."""
+    version = torch.__version__.replace("+", "_")
+    return cache_root() / f"torch-{version}-{sys.implementation.cache_tag}"
+
+
+def _refuse_next_to_bridge() -> None:
+    if _lightning_hpu_emulation.real_bridge_findable():
+        raise DeviceLibraryError(
+            "The Intel Gaudi bridge (habana_frameworks) is installed here, and it provides the HPU device itself;"
+            " unset LIGHTNING_HPU_BACKEND to use the Gaudi, or run the CPU stand-in in an environment without the"
+            " bridge."
+        )
+
+
+def _build(directory: Path) -> None:
+    compiler = os.environ.get("CXX") or "c++"
+    if shutil.which(compiler) is None:
+        raise DeviceLibraryError(
+            f"The CPU stand-in compiles a small C++ library for its hpu device on first use, but no C++ compiler"
+            f" ({compiler}) is on PATH: install one (Debian/Ubuntu: apt-get install g++; macOS: xcode-select"
+            f" --install) and run again."
+        )
+    from torch.utils.cpp_extension import load
+
+    directory.mkdir(parents=True, exist_ok=True)
+    print(
+        f"lightning-hpu: building the CPU stand-in's hpu device for torch {torch.__version__} (once per torch"
+        f" version, about a minute) in {directory} ...",
+        file=sys.stderr,
+        flush=True,
+    )
+    started = time.monotonic()
+    try:
+        load(
+            name=LIBRARY_NAME,
+            sources=[str(_CSRC / source) for source in _SOURCES],
+            extra_cflags=list(_CFLAGS),
+            build_directory=str(directory),
+            is_python_module=False,
+            verbose=False,
+        )
+    except Exception as error:
+        errors = [line.strip() for line in str(error).splitlines() if "error" in line.lower()][:5]
+        raise DeviceLibraryError(
+            f"Building the CPU stand-in's hpu device in {directory} failed: {' | '.join(errors) or error}; point"
+            f" {EXTENSIONS_DIR_ENV} at an empty folder and run again, or report these lines."
+        ) from None
+    ready = directory / _READY
+    temporary = directory / f".{_READY}.{os.getpid()}"
+    temporary.write_text(_fingerprint())
+    temporary.replace(ready)
+    print(f"lightning-hpu: built in {time.monotonic() - started:.0f} s.", file=sys.stderr, flush=True)
+
+
+def load_device_library() -> None:
+    """Make ``torch.device("hpu")`` a device of the stand-in in this process (builds the library if needed)."""
+    global _loaded
+    with _lock:
+        if _loaded:
+            return
+        _refuse_next_to_bridge()
+        directory = build_directory()
+        shared_object = directory / f"{LIBRARY_NAME}.so"
+        ready = directory / _READY
+        if ready.exists() and ready.read_text() == _fingerprint() and shared_object.exists():
+            torch.ops.load_library(str(shared_object))
+        else:
+            _build(directory)  # torch's builder loads what it built
+        _loaded = True
+
+
+def is_loaded() -> bool:
+    """Whether this process has the stand-in's hpu device."""
+    return _loaded

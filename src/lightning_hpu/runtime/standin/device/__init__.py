@@ -36,7 +36,7 @@ __all__ = [
     "set_process_device",
 ]
 
-_lock = threading.Lock()
+_lock = threading.RLock()
 _enabled = False
 
 
@@ -61,13 +61,14 @@ def enable() -> None:
     with _lock:
         if _enabled:
             return
+        # Set first: importing the emulated module below enables the device too (it may be imported first).
+        _enabled = True
         load_device_library()
+        atexit.register(_drain_autograd_worker)
         from lightning_hpu.runtime.standin.emulation import hpu as hpu_module
 
         if not hasattr(torch, "hpu"):
             torch._register_device_module("hpu", hpu_module)
-        atexit.register(_drain_autograd_worker)
-        _enabled = True
 
 
 def _drain_autograd_worker() -> None:

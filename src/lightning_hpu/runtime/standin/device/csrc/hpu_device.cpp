@@ -3,6 +3,7 @@
 #include "hpu_device.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <ATen/detail/HPUHooksInterface.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -152,7 +153,9 @@ struct DeviceGuard final : public c10::impl::DeviceGuardImplInterface {
 struct Hooks final : public at::HPUHooksInterface {
   explicit Hooks(at::HPUHooksArgs) {}
   void init() const override {}
-  bool isBuilt() const override { return true; }
+  // torch accepts one compiled-in accelerator: in a CUDA build of torch (which runs on the CPU without a GPU)
+  // that is CUDA, and HPU is then found at run time through hasHPU().
+  bool isBuilt() const override { return !at::detail::getCUDAHooks().isBuilt(); }
   bool isAvailable() const override { return true; }
   bool hasHPU() const override { return true; }
   bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }

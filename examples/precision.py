@@ -31,7 +31,9 @@ class Regressor(LightningModule):
         x, y = batch
         out = self.net(x)
         self.forward_dtype = out.dtype
-        loss = nn.functional.mse_loss(out.float(), y)
+        # Both sides in fp32: under bf16-true the batch arrives in bf16 too, and torch 2.9's mse_loss backward
+        # refuses mixed dtypes ("Found dtype BFloat16 but expected Float").
+        loss = nn.functional.mse_loss(out.float(), y.float())
         self.log("loss", loss, prog_bar=True)
         return loss
 

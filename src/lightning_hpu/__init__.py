@@ -2,11 +2,13 @@
 
 Importing the package registers ``accelerator="hpu"`` and the HPU strategies with Lightning's Trainer and Fabric;
 it opens no device and starts no process. Without a Gaudi, set ``LIGHTNING_HPU_BACKEND=cpu`` to run everything on
-the CPU stand-in.
+the CPU stand-in. Outside the tested torch, Lightning and Python versions (README "Supported versions"), it warns
+once.
 """
 
 from lightning_hpu.accelerator import HPUAccelerator
 from lightning_hpu.autocast_ops import set_autocast_op_lists
+from lightning_hpu.compat import UntestedVersionWarning, warn_if_untested
 from lightning_hpu.compile import HPUCompile, HPURecompileMonitor, HPUThroughputMonitor
 from lightning_hpu.fabric.precision import HPUPrecision
 from lightning_hpu.fp8 import HPUFp8Inference, fp8_finish_measurement, fp8_measure, fp8_quantize
@@ -56,6 +58,7 @@ __all__ = [
     "HPUThroughputMonitor",
     "ModuleCacher",
     "SingleHPUStrategy",
+    "UntestedVersionWarning",
     "__version__",
     "clip_grad_norm",
     "fp8_finish_measurement",
@@ -70,4 +73,5 @@ __all__ = [
     "wrap_in_hpu_graph",
 ]
 
+warn_if_untested()
 register_all()

@@ -32,7 +32,7 @@ __all__ = [
 
 
 def release(version: str) -> tuple[int, ...]:
-    """The release numbers of a version string: ``"2.9.0a0+git1234"`` -> ``(2, 9, 0)``, ``"3.11.7"`` -> ``(3, 11, 7)``."""
+    """The release numbers of a version string: ``"2.9.0a0+git1234"`` -> ``(2, 9, 0)``, ``"3.11"`` -> ``(3, 11)``."""
     match = re.match(r"\s*v?(\d+(?:\.\d+)*)", version)
     if match is None:
         raise ValueError(f"version={version!r} is not a version number; pass one such as '2.9.1'.")

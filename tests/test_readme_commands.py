@@ -51,6 +51,8 @@ class Command:
             return "one node's part of a multi-node job"
         if "pip install" in self.text:
             return "installs packages from the network"
+        if "scripts/test.sh" in self.text:
+            return "runs the test suite this test is part of (CI runs it)"
         if re.search(r"(^|/)tensorboard\b", self.text):
             return "starts a server that runs until stopped"
         return next((why for key, why in SLOW.items() if key in self.text), None)

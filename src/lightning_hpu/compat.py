@@ -3,8 +3,18 @@
 Intel Gaudi software ships its own torch build (Intel Gaudi 1.23: torch 2.9; 1.24: torch 2.10), so the package
 runs on the torch of the user's image, not on one it picks. :data:`TESTED` is the matrix CI runs (README
 "Supported versions"; ``pyproject.toml`` states the same ranges): outside it, ``import lightning_hpu`` warns once
-(:func:`warn_if_untested`) and goes on. Each version difference the package works around is one named fact below,
-with the versions it is for; code asks the fact, never ``torch.__version__``.
+(:func:`warn_if_untested`) and goes on. A version difference that needs a branch becomes a function here, named
+for the fact it tests and saying the versions it is for, so code never compares ``torch.__version__`` itself.
+
+The differences met so far, and where each is handled (none needs a branch yet):
+
+* torch 2.9 routes a coalesced tensor reduce-scatter (FSDP's ``_coalescing_manager``) through
+  ``ProcessGroup.reduce_scatter_tensor_coalesced``, torch 2.13 through ``reduce_scatter_single_coalesced``: the
+  stand-in's ``"hccl"`` group overrides both names, so HCCL's reduce-op check runs on every torch
+  (``runtime/standin/process_group.py``; no branch needed).
+* torch 2.9's ``mse_loss`` backward refuses inputs of two dtypes ("Found dtype BFloat16 but expected Float"), which
+  torch 2.13 accepts; under ``precision="bf16-true"`` the batch arrives in bf16, so a loss on a float32 output needs
+  both sides cast (``examples/precision.py`` does). User code, nothing for the package to change.
 
 Versions are compared by their release numbers only: Habana's torch builds carry local tags
 (``2.9.0+hpu.synapse.v1.23.0``) or pre-release tags (``2.9.0a0+git…``), and count as the release they are built

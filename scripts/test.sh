@@ -47,6 +47,14 @@ find_python() {
     [ -n "$found" ] && echo "$found"
 }
 
+# pip in venv $1 with the remaining arguments, without the warnings this machine's pip configuration prints for
+# every package its local indexes lack (pip's exit status is kept).
+leg_pip() {
+    local venv="$1"
+    shift
+    "$venv/bin/python" -m pip "$@" 2>&1 | { grep -v "^WARNING: Location 'file:.*' is ignored" || true; }
+}
+
 # Creates (or reuses) .venv-<leg> with the leg's Python, torch and Lightning, and lightning-hpu[test] editable.
 setup_leg_venv() {
     local leg="$1" python_version="$2" torch_version="$3" lightning_version="$4" venv=".venv-$1" python
@@ -65,7 +73,7 @@ sys.exit(sys.version.split()[0].rsplit('.', 1)[0] != '$python_version' or torch.
             return 1
         }
         # PyPI's Linux build of an older torch is a CUDA build of several GB (it runs on the CPU): the one download.
-        "$venv/bin/python" -m pip install -q "torch==$torch_version" || {
+        leg_pip "$venv" install -q "torch==$torch_version" || {
             echo "leg $leg cannot run: pip could not install torch==$torch_version for Python $python_version (a CUDA build of several GB from PyPI) into $venv (see pip's output above)." >&2
             return 1
         }
@@ -74,7 +82,7 @@ sys.exit(sys.version.split()[0].rsplit('.', 1)[0] != '$python_version' or torch.
     mkdir -p build
     echo "torch==$torch_version" > "$constraints"
     [ -n "$lightning_version" ] && echo "lightning==$lightning_version" >> "$constraints"
-    "$venv/bin/python" -m pip install -q -c "$constraints" -e ".[test]" || {
+    leg_pip "$venv" install -q -c "$constraints" -e ".[test]" || {
         echo "leg $leg cannot run: pip could not install lightning-hpu[test] beside torch==$torch_version${lightning_version:+ and lightning==$lightning_version} in $venv (see pip's output above)." >&2
         return 1
     }

@@ -47,12 +47,14 @@ find_python() {
     [ -n "$found" ] && echo "$found"
 }
 
-# pip in venv $1 with the remaining arguments, without the warnings this machine's pip configuration prints for
-# every package its local indexes lack (pip's exit status is kept).
+# Drops the warning this machine's pip configuration prints for every package its local indexes lack.
+without_index_warnings() { grep -v "^WARNING: Location 'file:.*' is ignored" || true; }
+
+# pip in venv $1 with the remaining arguments, its noise filtered (pip's exit status is kept: pipefail).
 leg_pip() {
     local venv="$1"
     shift
-    "$venv/bin/python" -m pip "$@" 2>&1 | { grep -v "^WARNING: Location 'file:.*' is ignored" || true; }
+    "$venv/bin/python" -m pip "$@" 2>&1 | without_index_warnings
 }
 
 # Creates (or reuses) .venv-<leg> with the leg's Python, torch and Lightning, and lightning-hpu[test] editable.
@@ -110,7 +112,7 @@ for leg in "${selected[@]}"; do
     start=$(date +%s)
     if [ "$leg" = pinned ]; then
         venv=.venv
-        bash scripts/setup.sh || { echo "leg pinned cannot run: scripts/setup.sh failed (see above)." >&2; venv=""; }
+        bash scripts/setup.sh 2>&1 | without_index_warnings || { echo "leg pinned cannot run: scripts/setup.sh failed (see above)." >&2; venv=""; }
     else
         venv=".venv-$leg"
         setup_leg_venv "$leg" "$python_version" "$torch_version" "$lightning_version" || venv=""

@@ -21,6 +21,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_hpu import HPUCompile, HPURecompileMonitor, SingleHPUStrategy
+from lightning_hpu.user_errors import run_script
 
 
 class Block(nn.Module):
@@ -99,4 +100,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -31,6 +31,7 @@ from torch import Tensor, nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_hpu import HPUAccelerator, HPUDeepSpeedStrategy
+from lightning_hpu.user_errors import run_script
 
 
 class RegressionModel(LightningModule):
@@ -156,4 +157,4 @@ def main(argv: list[str] | None = None) -> RegressionModel:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -1,6 +1,6 @@
 """Inference with ``wrap_in_hpu_graph``: one graph per input shape, captured on first use and replayed after.
 
-    LIGHTNING_HPU_BACKEND=cpu python examples/hpu_graphs_inference.py --batches 4
+LIGHTNING_HPU_BACKEND=cpu python examples/hpu_graphs_inference.py --batches 4
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_hpu import HPUAccelerator
 from lightning_hpu.hpu_graphs import wrap_in_hpu_graph
+from lightning_hpu.user_errors import run_script
 
 # HPU graphs exist in lazy mode only; current Gaudi software runs eager unless PT_HPU_LAZY_MODE=1. The bridge reads
 # the variable when it is first imported, which the package does on first use, after this line.
@@ -60,4 +61,4 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

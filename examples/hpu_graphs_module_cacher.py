@@ -20,6 +20,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_hpu import HPUAccelerator
 from lightning_hpu.hpu_graphs import HPUGraphs, ModuleCacher
+from lightning_hpu.user_errors import run_script
 
 # HPU graphs exist in lazy mode only; current Gaudi software runs eager unless PT_HPU_LAZY_MODE=1. The bridge reads
 # the variable when it is first imported, which the package does on first use, after this line.
@@ -81,4 +82,4 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

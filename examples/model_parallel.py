@@ -24,6 +24,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_hpu import HPUModelParallelStrategy
+from lightning_hpu.user_errors import run_script
 
 WIDTH, LAYERS = 64, 4
 
@@ -99,4 +100,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -33,6 +33,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_hpu import HPUAccelerator, HPUParallelStrategy
+from lightning_hpu.user_errors import run_script
 
 
 class Regressor(LightningModule):
@@ -94,4 +95,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

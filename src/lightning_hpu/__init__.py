@@ -21,7 +21,7 @@ from lightning_hpu.plugins import (
 )
 from lightning_hpu.profiler import HPUProfiler
 from lightning_hpu.registration import register_all
-from lightning_hpu.runtime import HPUFeatureUnavailableError, HPUNotAvailableError, get_backend
+from lightning_hpu.runtime import HPUConfigurationError, HPUFeatureUnavailableError, HPUNotAvailableError, get_backend
 from lightning_hpu.strategies import (
     HPUDeepSpeedStrategy,
     HPUFSDPStrategy,
@@ -37,6 +37,7 @@ __all__ = [
     "HPUAccelerator",
     "HPUCheckpointIO",
     "HPUCompile",
+    "HPUConfigurationError",
     "HPUDeepSpeedPrecisionPlugin",
     "HPUDeepSpeedStrategy",
     "HPUFSDPPrecisionPlugin",

@@ -60,7 +60,6 @@ from lightning_hpu.suggestions import closest_name, hpu_names
 TESTED_LIGHTNING = ("2.6",)
 
 _PATCHED_METHODS = (
-    "_check_config_and_set_final_flags",
     "_choose_auto_accelerator",
     "_check_device_config_and_set_final_flags",
     "_set_parallel_devices_and_init_accelerator",
@@ -68,6 +67,7 @@ _PATCHED_METHODS = (
     "_check_strategy_and_fallback",
     "_init_strategy",
     "_check_and_init_precision",
+    "_check_config_and_set_final_flags",
 )
 
 #: Lightning's SIGTERM agreement: the loop's per-batch broadcast and the signal handler (class, method).

@@ -446,7 +446,9 @@ def test_fp8_inference_artefacts_stay_in_the_runs_directories(
     assert inc.calls[0][2].dump_stats_path == str(tmp_path / "logs" / "exp" / "fp8_stats" / "measure")
     # A run that fails (INC missing) writes nothing anywhere, and a Trainer's default root is not the stats' home.
     monkeypatch.setitem(sys.modules, "neural_compressor.torch.quantization", None)  # as when not installed
-    failing = Trainer(accelerator="hpu", logger=False, callbacks=[HPUFp8Inference("measure")], enable_progress_bar=False)
+    failing = Trainer(
+        accelerator="hpu", logger=False, callbacks=[HPUFp8Inference("measure")], enable_progress_bar=False
+    )
     with pytest.raises(HPUFeatureUnavailableError, match="fp8 inference needs Intel Neural Compressor"):
         failing.test(model, loader, verbose=False)
     assert list(workdir.iterdir()) == []

@@ -6,6 +6,7 @@ import logging
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -104,3 +105,40 @@ def test_gaudi2_software_caveat_names_the_stand_in_there() -> None:
     on_gaudi = _zero3_on_gaudi2_caveat(standin=False)
     assert "stand-in" not in on_gaudi and on_gaudi.startswith("DeepSpeed ZeRO stage 3 on Gaudi2 needs")
     assert _zero3_on_gaudi2_caveat(standin=True).startswith("The CPU stand-in emulates a Gaudi2 and runs ZeRO stage 3")
+
+
+def test_lightnings_own_torch_deprecations_are_hidden_and_nothing_else(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lightning_hpu import registration, third_party_warnings
+
+    def warn(message: str, module: str) -> None:
+        warnings.warn_explicit(message, FutureWarning, "file.py", 1, module=module)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.resetwarnings()  # Python's defaults show every FutureWarning
+        third_party_warnings.hide_lightning_torch_deprecations()
+        leafspec = "`isinstance(treespec, LeafSpec)` is deprecated, use `isinstance(treespec, TreeSpec)` instead."
+        warn(leafspec, "lightning.pytorch.utilities._pytree")
+        warn(leafspec, "my_code")  # the same words from elsewhere are not Lightning's
+        warn("something else is deprecated", "lightning.pytorch.utilities._pytree")
+    assert [str(w.message) for w in caught] == [leafspec, "something else is deprecated"]
+    calls: list[bool] = []
+    monkeypatch.setattr(registration, "hide_lightning_torch_deprecations", lambda: calls.append(True))
+    registration.register_all()
+    assert calls == [True], "importing the package hides them"
+
+
+def test_hidden_warnings_do_not_override_the_users_filters() -> None:
+    from lightning_hpu import third_party_warnings
+
+    with warnings.catch_warnings():
+        warnings.resetwarnings()
+        warnings.simplefilter("error", FutureWarning)  # as `python -W error::FutureWarning`
+        third_party_warnings.hide_lightning_torch_deprecations()
+        with pytest.raises(FutureWarning):
+            warnings.warn_explicit(
+                "`isinstance(treespec, LeafSpec)` is deprecated",
+                FutureWarning,
+                "f.py",
+                1,
+                module="lightning.pytorch.utilities._pytree",
+            )

@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import Any, Literal, get_args
 
 import torch
-from lightning.fabric.plugins.precision.precision import Precision
+from lightning.fabric.plugins.precision.precision import _PRECISION_INPUT_INT, _PRECISION_INPUT_STR, Precision
 from lightning.fabric.plugins.precision.utils import _convert_fp_tensor, _DtypeContextManager
 from lightning.fabric.utilities.apply_func import apply_to_collection
 from lightning.fabric.utilities.rank_zero import rank_zero_warn
@@ -57,7 +57,9 @@ def normalize_precision(precision: Any) -> str:
     """The full precision name for ``precision`` (accepting Lightning's aliases), or a clear error."""
     name = PRECISION_ALIASES.get(str(precision), str(precision))
     if name not in _DTYPES:
-        guess = closest_name(str(precision), [*_DTYPES, *PRECISION_ALIASES])
+        # A misspelling gets the closest HPU name; a name Lightning knows (such as "64-true") is no misspelling.
+        misspelt = str(precision) not in map(str, get_args(_PRECISION_INPUT_STR) + get_args(_PRECISION_INPUT_INT))
+        guess = closest_name(str(precision), [*_DTYPES, *PRECISION_ALIASES]) if misspelt else None
         hint = f" (did you mean {guess!r}?)" if guess is not None else ""
         raise HPUConfigurationError(
             f"`precision={precision!r}` is not supported on HPU{hint}: use one of"

@@ -124,3 +124,14 @@ def test_python_m_and_the_console_script_run_the_report_and_fail_on_errors() -> 
     assert "HABANA_VISIBLE_MODULES names module(s) [1]" in problems[0] and "TORCH_COMPILE_DEBUG" in problems[1]
     assert re.search(r"^  HABANA_VISIBLE_MODULES +0,1$", done.stdout, re.MULTILINE)
     assert done.stderr == "", "the report prints no warnings of its own"
+
+
+def test_misspelt_or_idle_lightning_hpu_variables_are_warnings(standin: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    report = _report(monkeypatch, LIGHTNING_HPU_CPU_DEVICE="4")
+    assert report.warnings == [
+        "LIGHTNING_HPU_CPU_DEVICE is not a lightning-hpu variable and has no effect; did you mean"
+        " LIGHTNING_HPU_CPU_DEVICES?"
+    ]
+    monkeypatch.setenv("LIGHTNING_HPU_BACKEND", "hpu")
+    idle = _report(monkeypatch, LIGHTNING_HPU_CPU_DEVICES="4").warnings
+    assert any(warning.startswith("LIGHTNING_HPU_CPU_DEVICES shape(s) the CPU stand-in") for warning in idle), idle

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lightning_hpu.runtime import HPUConfigurationError, HPUFeatureUnavailableError, bridge_installed, settings
+from lightning_hpu.suggestions import closest_name
 
 #: The (major, minor) ranges lightning-hpu supports, inclusive: a version outside gets a warning.
 SUPPORTED_VERSIONS: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {
@@ -182,8 +183,29 @@ def _set_variables(environ: dict[str, str], prefixes: Iterable[str]) -> list[tup
     return sorted((name, value) for name, value in environ.items() if name.startswith(tuple(prefixes)))
 
 
+#: The variables lightning-hpu reads; the last two only on the stand-in.
+OWN_VARIABLES = (settings.BACKEND_ENV, settings.CPU_DEVICES_ENV, settings.CPU_DEVICE_NAME_ENV)
+
+
+def _check_own_variables(report: Report, environ: dict[str, str]) -> None:
+    """Misspelt ``LIGHTNING_HPU_*`` names, and stand-in settings without the stand-in, do nothing: say so."""
+    for name, _ in _set_variables(environ, ("LIGHTNING_HPU_",)):
+        if name not in OWN_VARIABLES:
+            guess = closest_name(name, OWN_VARIABLES)
+            hint = f"did you mean {guess}?" if guess else f"lightning-hpu reads {', '.join(OWN_VARIABLES)}."
+            report.warnings.append(f"{name} is not a lightning-hpu variable and has no effect; {hint}")
+    if not settings.standin_requested():
+        ignored = [name for name in OWN_VARIABLES[1:] if name in environ]
+        if ignored:
+            report.warnings.append(
+                f"{', '.join(ignored)} shape(s) the CPU stand-in, which {settings.BACKEND_ENV} does not select"
+                f" ({settings.BACKEND_ENV}=cpu does): it has no effect here."
+            )
+
+
 def _variables(report: Report, environ: dict[str, str]) -> None:
     report.sections.append(("Environment variables", _set_variables(environ, VARIABLE_PREFIXES)))
+    _check_own_variables(report, environ)
     if settings.lazy_mode_from_env():
         compile_settings = [name for name, _ in _set_variables(environ, COMPILE_VARIABLE_PREFIXES)]
         if compile_settings:

@@ -11,7 +11,7 @@ from pathlib import Path
 from lightning.pytorch.cli import LightningCLI
 
 import lightning_hpu  # noqa: F401  (registers HPU with Lightning)
-from lightning_hpu.user_errors import run_script
+from lightning_hpu import run_script
 
 sys.path.insert(0, str(Path(__file__).parent))
 from train_single_hpu import Classifier

@@ -20,8 +20,7 @@ from lightning.pytorch import LightningModule, Trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_hpu import HPUCompile, HPURecompileMonitor, SingleHPUStrategy
-from lightning_hpu.user_errors import run_script
+from lightning_hpu import HPUCompile, HPURecompileMonitor, SingleHPUStrategy, run_script
 
 
 class Block(nn.Module):

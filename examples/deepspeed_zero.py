@@ -30,8 +30,7 @@ from lightning.pytorch.plugins import DeepSpeedPrecision
 from torch import Tensor, nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_hpu import HPUAccelerator, HPUDeepSpeedStrategy
-from lightning_hpu.user_errors import run_script
+from lightning_hpu import HPUAccelerator, HPUDeepSpeedStrategy, run_script
 
 
 class RegressionModel(LightningModule):

@@ -23,7 +23,7 @@ from lightning.fabric import Fabric
 from torch import nn
 
 import lightning_hpu  # noqa: F401  (registers accelerator="hpu" and the HPU strategies)
-from lightning_hpu.user_errors import run_script
+from lightning_hpu import run_script
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

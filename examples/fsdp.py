@@ -30,8 +30,7 @@ from lightning.pytorch import LightningModule, Trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_hpu import HPUFSDPStrategy
-from lightning_hpu.user_errors import run_script
+from lightning_hpu import HPUFSDPStrategy, run_script
 
 VOCAB, WIDTH, HEADS, LAYERS, CONTEXT = 256, 128, 4, 4, 32
 

@@ -23,8 +23,7 @@ from lightning.pytorch import LightningModule, Trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_hpu import HPUModelParallelStrategy
-from lightning_hpu.user_errors import run_script
+from lightning_hpu import HPUModelParallelStrategy, run_script
 
 WIDTH, LAYERS = 64, 4
 

@@ -32,8 +32,7 @@ from lightning.pytorch import LightningModule, Trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_hpu import HPUAccelerator, HPUParallelStrategy
-from lightning_hpu.user_errors import run_script
+from lightning_hpu import HPUAccelerator, HPUParallelStrategy, run_script
 
 
 class Regressor(LightningModule):

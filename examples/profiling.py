@@ -18,8 +18,7 @@ from lightning.pytorch import LightningModule, Trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_hpu import HPUProfiler
-from lightning_hpu.user_errors import run_script
+from lightning_hpu import HPUProfiler, run_script
 
 
 class MatmulModel(LightningModule):

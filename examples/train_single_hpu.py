@@ -16,8 +16,7 @@ from lightning.pytorch import LightningModule, Trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_hpu import HPUAccelerator, SingleHPUStrategy
-from lightning_hpu.user_errors import run_script
+from lightning_hpu import HPUAccelerator, SingleHPUStrategy, run_script
 
 
 def synthetic_classification(samples: int, features: int = 32, classes: int = 4, seed: int = 0) -> TensorDataset:

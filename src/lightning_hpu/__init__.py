@@ -30,6 +30,7 @@ from lightning_hpu.strategies import (
     SingleHPUStrategy,
     mark_step,
 )
+from lightning_hpu.user_errors import run_script
 
 __version__ = "0.1.0"
 
@@ -67,6 +68,7 @@ __all__ = [
     "get_backend",
     "make_graphed_callables",
     "mark_step",
+    "run_script",
     "set_autocast_op_lists",
     "wrap_in_hpu_graph",
 ]

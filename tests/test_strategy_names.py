@@ -334,6 +334,7 @@ def test_hpu_precision_names_need_an_hpu(owner: str, standin: Any) -> None:
         ("strategy", "HPU_FAST_DDP ", "hpu_fast_ddp"),
         ("strategy", "hpu_deepspeed_stage_3_ofload", "hpu_deepspeed_stage_3_offload"),
         ("accelerator", "hpuu", "hpu"),
+        ("accelerator", "HPU", "hpu"),
         ("precision", "bf16-mix", "bf16-mixed"),
         ("precision", "fp-8", "fp8"),
     ],

@@ -141,7 +141,7 @@ def _refuse_misspelt_names(strategy: Any, accelerator: Any, owner: str, fabric: 
     Lightning's own errors list its names only; these name the ``hpu``/``hpu_*`` name the user probably meant.
     """
     accelerators = _accelerator_registry_names(fabric)
-    if isinstance(accelerator, str) and accelerator.lower() not in (*accelerators, "auto", "gpu"):
+    if isinstance(accelerator, str) and accelerator not in (*accelerators, "auto", "gpu"):  # compared as Lightning does
         guess = closest_name(accelerator, [*accelerators, "auto", "gpu"])
         if guess is not None and guess in hpu_names(accelerators):
             raise HPUConfigurationError(

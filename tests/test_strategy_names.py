@@ -358,3 +358,26 @@ def test_misspelt_names_outside_hpu_keep_lightnings_errors() -> None:
         Trainer(accelerator="cpu", strategy="dpp", logger=False)
     with pytest.raises(ValueError, match="Precision 'bf16-mix' is invalid"):
         Trainer(accelerator="cpu", precision="bf16-mix", logger=False)  # type: ignore[arg-type]
+
+
+def test_the_readme_names_table_says_what_each_lightning_name_does_on_hpu() -> None:
+    section = README.read_text().split("\n### Lightning's names on HPU\n", 1)[1].split("\n#", 1)[0]
+    checked = 0
+    for row in section.splitlines():
+        if not row.startswith("| `"):
+            continue
+        first, outcome = row.split("|")[1:3]
+        refused = outcome.strip().startswith("refused")
+        for name in re.findall(r'`"([a-z0-9_]+)"`', first):
+            for owner, registry in REGISTRIES.items():
+                if name not in registry:
+                    continue
+                is_hpu = lambda cls, owner=owner: issubclass(cls, HPU_HOOKS[owner])  # noqa: E731
+                try:
+                    names.hpu_strategy_for(name, registry, is_hpu, owner)
+                    refused_here = False
+                except ValueError:
+                    refused_here = True
+                assert refused_here == refused, f"README says {name!r} is {'refused' if refused else 'run'} ({owner})"
+                checked += 1
+    assert checked >= 20, "the table lists Lightning's names"

@@ -283,7 +283,11 @@ def collect(environ: dict[str, str] | None = None) -> Report:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the report; the exit status is 1 when something would stop a run, else 0."""
-    parser = argparse.ArgumentParser(prog="lightning-hpu-env", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="lightning-hpu-env",
+        description="Print lightning-hpu's environment report for bug reports; exit status 1 when something would"
+        " stop a run.",
+    )
     parser.parse_args(argv)
     report = collect()
     print(report.render())

@@ -8,7 +8,6 @@ block: ``<line>\tok`` or ``<line>\tfailed\t<traceback, on one line>``.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
@@ -34,9 +33,11 @@ def _fresh_environment(variables: dict[str, str]) -> None:
 
 def main() -> None:
     blocks = json.loads(Path(sys.argv[1]).read_text())
+    home = os.getcwd()
     for block in blocks:
         _fresh_environment(block["env"])
-        with tempfile.TemporaryDirectory() as workdir, contextlib.chdir(workdir):
+        with tempfile.TemporaryDirectory() as workdir:
+            os.chdir(workdir)  # contextlib.chdir needs Python 3.11
             try:
                 code = compile(block["code"], f"README.md, block at line {block['line']}", "exec")
                 exec(code, {"__name__": "__main__"})
@@ -44,6 +45,8 @@ def main() -> None:
                 trace = traceback.format_exc().replace("\n", " | ")
                 print(f"{block['line']}\tfailed\t{trace}", flush=True)
                 continue
+            finally:
+                os.chdir(home)
         print(f"{block['line']}\tok", flush=True)
 
 

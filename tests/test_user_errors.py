@@ -115,14 +115,22 @@ def test_lightnings_own_torch_deprecations_are_hidden_and_nothing_else(monkeypat
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.resetwarnings()  # Python's defaults show every FutureWarning
-        third_party_warnings.hide_lightning_torch_deprecations()
+        third_party_warnings.hide_lightning_noise()
         leafspec = "`isinstance(treespec, LeafSpec)` is deprecated, use `isinstance(treespec, TreeSpec)` instead."
         warn(leafspec, "lightning.pytorch.utilities._pytree")
         warn(leafspec, "my_code")  # the same words from elsewhere are not Lightning's
         warn("something else is deprecated", "lightning.pytorch.utilities._pytree")
     assert [str(w.message) for w in caught] == [leafspec, "something else is deprecated"]
+    summary = "lightning.pytorch.utilities.model_summary.model_summary"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.resetwarnings()
+        third_party_warnings.hide_lightning_noise()
+        for precision in ("bf16-mixed", "64-true"):  # 64-true: Lightning's estimate would be wrong, so it stays
+            message = f"Precision {precision} is not supported by the model summary. Using 32 bits instead."
+            warnings.warn_explicit(message, UserWarning, "model_summary.py", 242, module=summary)
+    assert [str(w.message)[:20] for w in caught] == ["Precision 64-true is"]
     calls: list[bool] = []
-    monkeypatch.setattr(registration, "hide_lightning_torch_deprecations", lambda: calls.append(True))
+    monkeypatch.setattr(registration, "hide_lightning_noise", lambda: calls.append(True))
     registration.register_all()
     assert calls == [True], "importing the package hides them"
 
@@ -133,7 +141,7 @@ def test_hidden_warnings_do_not_override_the_users_filters() -> None:
     with warnings.catch_warnings():
         warnings.resetwarnings()
         warnings.simplefilter("error", FutureWarning)  # as `python -W error::FutureWarning`
-        third_party_warnings.hide_lightning_torch_deprecations()
+        third_party_warnings.hide_lightning_noise()
         with pytest.raises(FutureWarning):
             warnings.warn_explicit(
                 "`isinstance(treespec, LeafSpec)` is deprecated",

@@ -18,7 +18,7 @@ from lightning.pytorch import LightningModule, Trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_hpu import HPUAccelerator, HPUFeatureUnavailableError, HPUPrecisionPlugin, fused_adamw
+from lightning_hpu import HPUAccelerator, HPUPrecisionPlugin, fused_adamw, run_script
 
 
 class Regressor(LightningModule):
@@ -55,15 +55,12 @@ def main() -> None:
     fp8_options: dict[str, Any] = {}
     if args.precision == "fp8":
         fp8_options["fp8_recipe"] = {"margin": 0, "interval": 1, "fp8_format": args.fp8_format}
-    try:
-        plugin = HPUPrecisionPlugin(
-            args.precision,
-            autocast_lower_precision_ops=args.lower_precision_ops,
-            autocast_fp32_ops=args.fp32_ops,
-            **fp8_options,
-        )
-    except (HPUFeatureUnavailableError, ValueError, RuntimeError) as err:
-        parser.exit(2, f"{err}\n")
+    plugin = HPUPrecisionPlugin(
+        args.precision,
+        autocast_lower_precision_ops=args.lower_precision_ops,
+        autocast_fp32_ops=args.fp32_ops,
+        **fp8_options,
+    )
 
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(512, 32, generator=generator)
@@ -89,4 +86,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

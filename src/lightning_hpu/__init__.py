@@ -23,7 +23,7 @@ from lightning_hpu.plugins import (
 )
 from lightning_hpu.profiler import HPUProfiler
 from lightning_hpu.registration import register_all
-from lightning_hpu.runtime import HPUFeatureUnavailableError, HPUNotAvailableError, get_backend
+from lightning_hpu.runtime import HPUConfigurationError, HPUFeatureUnavailableError, HPUNotAvailableError, get_backend
 from lightning_hpu.strategies import (
     HPUDeepSpeedStrategy,
     HPUFSDPStrategy,
@@ -32,6 +32,7 @@ from lightning_hpu.strategies import (
     SingleHPUStrategy,
     mark_step,
 )
+from lightning_hpu.user_errors import run_script
 
 __version__ = "0.1.0"
 
@@ -39,6 +40,7 @@ __all__ = [
     "HPUAccelerator",
     "HPUCheckpointIO",
     "HPUCompile",
+    "HPUConfigurationError",
     "HPUDeepSpeedPrecisionPlugin",
     "HPUDeepSpeedStrategy",
     "HPUFSDPPrecisionPlugin",
@@ -69,6 +71,7 @@ __all__ = [
     "get_backend",
     "make_graphed_callables",
     "mark_step",
+    "run_script",
     "set_autocast_op_lists",
     "wrap_in_hpu_graph",
 ]

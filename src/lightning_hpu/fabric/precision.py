@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import Any, Literal, get_args
 
 import torch
-from lightning.fabric.plugins.precision.precision import Precision
+from lightning.fabric.plugins.precision.precision import _PRECISION_INPUT_INT, _PRECISION_INPUT_STR, Precision
 from lightning.fabric.plugins.precision.utils import _convert_fp_tensor, _DtypeContextManager
 from lightning.fabric.utilities.apply_func import apply_to_collection
 from lightning.fabric.utilities.rank_zero import rank_zero_warn
@@ -25,7 +25,8 @@ from typing_extensions import override
 from lightning_hpu.autocast_ops import set_autocast_op_lists
 from lightning_hpu.device_rules import check_fp8_supported, check_fp16_supported
 from lightning_hpu.fp8.engine import LayerFilter, make_recipe, replace_linear_layers
-from lightning_hpu.runtime import require_backend
+from lightning_hpu.runtime import HPUConfigurationError, require_backend
+from lightning_hpu.suggestions import closest_name
 
 HPUPrecisionInput = Literal["32-true", "bf16-mixed", "16-mixed", "bf16-true", "16-true", "fp8", "fp8-float16"]
 
@@ -56,9 +57,13 @@ def normalize_precision(precision: Any) -> str:
     """The full precision name for ``precision`` (accepting Lightning's aliases), or a clear error."""
     name = PRECISION_ALIASES.get(str(precision), str(precision))
     if name not in _DTYPES:
-        raise ValueError(
-            f"`precision={precision!r}` is not supported on HPU: use one of {', '.join(get_args(HPUPrecisionInput))}"
-            " (Lightning's 'transformer-engine' means 'fp8')."
+        # A misspelling gets the closest HPU name; a name Lightning knows (such as "64-true") is no misspelling.
+        misspelt = str(precision) not in map(str, get_args(_PRECISION_INPUT_STR) + get_args(_PRECISION_INPUT_INT))
+        guess = closest_name(str(precision), [*_DTYPES, *PRECISION_ALIASES]) if misspelt else None
+        hint = f" (did you mean {guess!r}?)" if guess is not None else ""
+        raise HPUConfigurationError(
+            f"`precision={precision!r}` is not supported on HPU{hint}: use one of"
+            f" {', '.join(get_args(HPUPrecisionInput))} (Lightning's 'transformer-engine' means 'fp8')."
         )
     return name
 
@@ -96,14 +101,16 @@ class HPUPrecision(Precision):
         if not is_fp8:
             for argument, value in (("fp8_recipe", fp8_recipe), ("fp8_layer_filter", fp8_layer_filter)):
                 if value is not None:
-                    raise ValueError(f"`{argument}` applies to precision='fp8' only, but precision={name!r}.")
+                    raise HPUConfigurationError(
+                        f"`{argument}` applies to precision='fp8' only, but precision={name!r}."
+                    )
         if not self.uses_autocast:
             for argument, ops in (
                 ("autocast_lower_precision_ops", autocast_lower_precision_ops),
                 ("autocast_fp32_ops", autocast_fp32_ops),
             ):
                 if ops is not None:
-                    raise ValueError(
+                    raise HPUConfigurationError(
                         f"`{argument}` needs autocast, but precision={name!r} does not use it;"
                         " use 'bf16-mixed', '16-mixed' or 'fp8'."
                     )

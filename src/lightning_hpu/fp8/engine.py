@@ -44,7 +44,7 @@ def make_recipe(te: ModuleType, fp8_recipe: Any | Mapping[str, Any] | None) -> A
     try:
         return te.recipe.DelayedScaling(**kwargs)
     except TypeError as err:
-        raise ValueError(f"`fp8_recipe={fp8_recipe!r}` is not valid for DelayedScaling: {err}") from err
+        raise ValueError(f"`fp8_recipe={fp8_recipe!r}` is not valid for DelayedScaling: {err}") from None
 
 
 def _engine_linear(te: ModuleType, layer: nn.Linear, device: torch.device) -> nn.Module:

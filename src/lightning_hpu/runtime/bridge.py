@@ -142,7 +142,7 @@ class BridgeBackend(HPUBackend):
                 "fp8 training needs the Intel Gaudi Transformer Engine"
                 " (habana_frameworks.torch.hpex.experimental.transformer_engine), which failed to import"
                 f" ({err}); install the intel_transformer_engine package of your Gaudi software release."
-            ) from err
+            ) from None
         return te
 
     def profiler_activities(self) -> list[Any]:

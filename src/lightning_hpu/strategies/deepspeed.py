@@ -223,11 +223,19 @@ def check_deepspeed_for_device(
         )
     zero = config.get("zero_optimization") or {}
     if zero.get("stage") == 3 and generation == 2:
-        rank_zero_warn(
-            "DeepSpeed ZeRO stage 3 on Gaudi2 needs an Intel Gaudi software release that supports it (older"
-            " releases do not); if DeepSpeed fails, use stage 2 or update the Gaudi software and DeepSpeed fork."
-        )
+        rank_zero_warn(_zero3_on_gaudi2_caveat(standin=require_backend().name == "cpu"))
     _check_nvme_offload(zero)
+
+
+def _zero3_on_gaudi2_caveat(standin: bool) -> str:
+    """The Gaudi2 software caveat for ZeRO-3; on the stand-in it says it is about the real Gaudi2, not this run."""
+    caveat = (
+        "DeepSpeed ZeRO stage 3 on Gaudi2 needs an Intel Gaudi software release that supports it (older releases"
+        " do not); if DeepSpeed fails, use stage 2 or update the Gaudi software and DeepSpeed fork."
+    )
+    if standin:
+        return f"The CPU stand-in emulates a Gaudi2 and runs ZeRO stage 3, but on a real Gaudi2: {caveat}"
+    return caveat
 
 
 def prepare_hccl_for_deepspeed(world_size: int, global_rank: int, local_rank: int) -> None:

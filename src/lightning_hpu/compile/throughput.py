@@ -49,7 +49,8 @@ class HPUThroughputMonitor(ThroughputMonitor):
             isinstance(available_flops, bool) or not isinstance(available_flops, (int, float)) or available_flops <= 0
         ):
             raise ValueError(
-                f"`available_flops` must be a positive number of FLOPs per second (e.g. 432e12), not {available_flops!r}."
+                "`available_flops` must be a positive number of FLOPs per second (e.g. 432e12),"
+                f" not {available_flops!r}."
             )
         super().__init__(batch_size_fn=batch_size_fn, length_fn=length_fn, **kwargs)
         self.warmup_steps = check_warmup_steps(warmup_steps)
@@ -71,7 +72,7 @@ class HPUThroughputMonitor(ThroughputMonitor):
             throughput.available_flops = peak
 
     def _peak_flops(self, trainer: pl.Trainer) -> float | None:
-        """``available_flops`` if given; on an HPU the table's peak of its generation and precision; else Lightning's."""
+        """``available_flops`` if given; on an HPU the peak of its generation and precision; else Lightning's."""
         from lightning_hpu.accelerator import HPUAccelerator
 
         if self._available_flops_override is not None:

@@ -1,9 +1,9 @@
 """``LengthGroupedBatchSampler``: batches of samples of similar length, so bucketed batches carry little padding.
 
 With random batches, each batch is padded to its longest sample, which on a long-tailed length distribution is far
-above the typical one. This batch sampler takes the indices of any sampler in windows of ``window`` batches (256 by default), sorts
-each window by length, cuts it into batches and shuffles their order: a batch then holds neighbouring lengths and
-pads little, while the epoch still visits the sampler's indices in a window-local order. It yields exactly the
+above the typical one. This batch sampler takes the indices of any sampler in windows of ``window`` batches (256 by
+default), sorts each window by length, cuts it into batches and shuffles their order: a batch then holds
+neighbouring lengths and pads little, while the epoch still visits every index the sampler gives. It yields exactly the
 batches a ``BatchSampler`` would (count and sizes), so under DDP every process runs the same number of steps; built
 inside ``train_dataloader()``, Lightning re-creates it around its ``DistributedSampler`` like any ``BatchSampler``.
 """

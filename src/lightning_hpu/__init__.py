@@ -13,6 +13,7 @@ from lightning_hpu.fp8 import HPUFp8Inference, fp8_finish_measurement, fp8_measu
 from lightning_hpu.hpu_graphs import HPUGraph, HPUGraphs, ModuleCacher, make_graphed_callables, wrap_in_hpu_graph
 from lightning_hpu.optimizers import clip_grad_norm, fused_adamw, fused_sgd
 from lightning_hpu.plugins import (
+    HPUAsyncCheckpointIO,
     HPUCheckpointIO,
     HPUDeepSpeedPrecisionPlugin,
     HPUFSDPPrecisionPlugin,
@@ -35,6 +36,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "HPUAccelerator",
+    "HPUAsyncCheckpointIO",
     "HPUCheckpointIO",
     "HPUCompile",
     "HPUDeepSpeedPrecisionPlugin",

@@ -8,6 +8,7 @@ the CPU stand-in.
 from lightning_hpu.accelerator import HPUAccelerator
 from lightning_hpu.autocast_ops import set_autocast_op_lists
 from lightning_hpu.compile import HPUCompile, HPURecompileMonitor, HPUThroughputMonitor
+from lightning_hpu.data import BucketPadCollate, LengthGroupedBatchSampler
 from lightning_hpu.fabric.precision import HPUPrecision
 from lightning_hpu.fp8 import HPUFp8Inference, fp8_finish_measurement, fp8_measure, fp8_quantize
 from lightning_hpu.hpu_graphs import HPUGraph, HPUGraphs, ModuleCacher, make_graphed_callables, wrap_in_hpu_graph
@@ -23,6 +24,7 @@ from lightning_hpu.plugins import (
 from lightning_hpu.profiler import HPUProfiler
 from lightning_hpu.registration import register_all
 from lightning_hpu.runtime import HPUFeatureUnavailableError, HPUNotAvailableError, get_backend
+from lightning_hpu.runtime.recipe_cache import RecipeCache, apply_recipe_cache_from_env
 from lightning_hpu.strategies import (
     HPUDeepSpeedStrategy,
     HPUFSDPStrategy,
@@ -35,6 +37,7 @@ from lightning_hpu.strategies import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "BucketPadCollate",
     "HPUAccelerator",
     "HPUAsyncCheckpointIO",
     "HPUCheckpointIO",
@@ -56,7 +59,9 @@ __all__ = [
     "HPUProfiler",
     "HPURecompileMonitor",
     "HPUThroughputMonitor",
+    "LengthGroupedBatchSampler",
     "ModuleCacher",
+    "RecipeCache",
     "SingleHPUStrategy",
     "__version__",
     "clip_grad_norm",
@@ -72,4 +77,5 @@ __all__ = [
     "wrap_in_hpu_graph",
 ]
 
+apply_recipe_cache_from_env()
 register_all()

@@ -55,6 +55,26 @@ def test_the_save_point_copy_is_written_not_later_updates(tmp_path: Path) -> Non
     io.teardown()
 
 
+def test_host_buffers_are_reused_only_once_their_write_is_done(tmp_path: Path) -> None:
+    slow = _SlowIO()
+    io = HPUAsyncCheckpointIO(slow)
+    weights = torch.zeros(4)
+    io.save_checkpoint({"w": weights}, tmp_path / "a.ckpt")
+    first_buffer = io._host_buffers[0]
+    weights.fill_(1.0)
+    io.save_checkpoint({"w": weights}, tmp_path / "b.ckpt")  # a.ckpt is still being written: a new buffer
+    assert io._host_buffers[0] is not first_buffer
+    slow.gate.set()
+    io.wait()
+    weights.fill_(2.0)
+    second_buffer = io._host_buffers[0]
+    io.save_checkpoint({"w": weights}, tmp_path / "c.ckpt")  # nothing pending: the buffer is copied into
+    assert io._host_buffers[0] is second_buffer
+    io.wait()
+    assert [torch.load(tmp_path / f"{name}.ckpt")["w"][0].item() for name in "abc"] == [0.0, 1.0, 2.0]
+    io.teardown()
+
+
 def test_removal_waits_for_the_newer_checkpoint(tmp_path: Path) -> None:
     slow = _SlowIO()
     io = HPUAsyncCheckpointIO(slow)

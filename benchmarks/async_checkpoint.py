@@ -3,10 +3,11 @@
     LIGHTNING_HPU_BACKEND=cpu python benchmarks/async_checkpoint.py [--megabytes 200] [--rounds 3]
 
 The stall is how long ``save_checkpoint`` keeps the training thread: for ``HPUCheckpointIO`` the host copy and the
-whole write (temporary file, fsync, rename); for ``HPUAsyncCheckpointIO`` the host copy only (into the host
-buffers of the previous save, whose write has finished), the write running on a background thread. It prints the median of ``--rounds`` saves of each, their ratio, and how long the background
-write took to finish. The model lives on the backend's device (``torch_device()``); on the stand-in that is host
-memory, so the host copy is a memory copy rather than a device-to-host transfer.
+whole write (temporary file, fsync, rename); for ``HPUAsyncCheckpointIO`` the host copy only (into the host buffers
+of the previous save, whose write has finished), the write running on a background thread. It prints the median of
+``--rounds`` saves of each, their ratio, and how long the background write took to finish. The model lives on the
+backend's device (``torch_device()``); on the stand-in that is host memory, so the host copy is a memory copy rather
+than a device-to-host transfer.
 """
 
 from __future__ import annotations

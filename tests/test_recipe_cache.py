@@ -27,9 +27,10 @@ from tests.helpers import RegressionModel, quiet_trainer_kwargs
 
 @pytest.fixture(autouse=True)
 def _no_recipe_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(RECIPE_CACHE_CONFIG_ENV, raising=False)
-    monkeypatch.delenv(RECIPE_CACHE_PATH_ENV, raising=False)
-    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    """No cache before the test, and none after it: the variables the test sets are removed again."""
+    for name in (RECIPE_CACHE_CONFIG_ENV, RECIPE_CACHE_PATH_ENV, "LOCAL_RANK"):
+        monkeypatch.setenv(name, "")  # recorded, so monkeypatch restores the variable's absence at teardown
+        monkeypatch.delenv(name)
 
 
 class Wide(RegressionModel):
@@ -159,3 +160,4 @@ def test_the_store_evicts_beyond_its_size(tmp_path: Path, monkeypatch: pytest.Mo
         store.store(f"k{index}", "x" * 600_000)
     assert len(list(tmp_path.glob("*.recipe"))) == 1
     assert store.load("k2") and not store.load("k0")
+

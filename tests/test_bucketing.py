@@ -67,6 +67,13 @@ def test_fitted_buckets_bound_padding_on_a_long_tailed_distribution() -> None:
     assert padding_overhead(lengths, fitted) < padding_overhead(lengths, power_of_two_buckets(1024, 64))
 
 
+def test_fitted_buckets_on_many_distinct_lengths_hold_every_length() -> None:
+    lengths = torch.randint(1, 200_000, (5000,), generator=torch.Generator().manual_seed(0)).tolist()
+    fitted = fitted_buckets(lengths, 8)
+    assert len(fitted) == 8 and fitted[-1] >= max(lengths)
+    assert padding_overhead(lengths, fitted) < padding_overhead(lengths, fixed_step_buckets(25_000, 200_000))
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [

@@ -15,6 +15,9 @@ from numbers import Integral
 
 import numpy as np
 
+#: Distinct lengths the exact program works on; more are rounded up to a grid of this many steps.
+_MAX_DISTINCT = 2048
+
 
 def _positive_int(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
@@ -58,12 +61,21 @@ def fitted_buckets(lengths: Iterable[int], num_buckets: int) -> tuple[int, ...]:
     """At most ``num_buckets`` sizes that minimise the padding of rounding every length up to its bucket.
 
     The largest bucket is the longest length; the others are lengths of the data set chosen by an exact dynamic
-    program over its length histogram (``O(num_buckets * distinct_lengths**2)``, vectorised).
+    program over its length histogram (``O(num_buckets * distinct_lengths**2)``, vectorised). Beyond 2048 distinct
+    lengths (audio samples, say) the lengths are first rounded up to a grid of 2048 steps, so the buckets are then
+    multiples of that step and the least padding only up to one step per sample.
     """
     count = _positive_int("num_buckets", num_buckets)
     histogram = Counter(_positive_int("lengths", int(length)) for length in lengths)
     if not histogram:
         raise ValueError("`lengths` is empty: pass the length of every sample of the data set.")
+    if len(histogram) > _MAX_DISTINCT:
+        # Lengths rounded up to a coarser grid: the program stays fast, the buckets still hold every length.
+        step = -(-max(histogram) // _MAX_DISTINCT)
+        coarse: Counter[int] = Counter()
+        for length, samples in histogram.items():
+            coarse[-(-length // step) * step] += samples
+        histogram = coarse
     values = np.array(sorted(histogram), dtype=np.float64)
     weights = np.array([histogram[int(v)] for v in values], dtype=np.float64)
     if count >= len(values):

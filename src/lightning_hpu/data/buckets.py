@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from numbers import Integral
 
-import numpy as np
+import torch
 
 #: Distinct lengths the exact program works on; more are rounded up to a grid of this many steps.
 _MAX_DISTINCT = 2048
@@ -76,32 +76,32 @@ def fitted_buckets(lengths: Iterable[int], num_buckets: int) -> tuple[int, ...]:
         for length, samples in histogram.items():
             coarse[-(-length // step) * step] += samples
         histogram = coarse
-    values = np.array(sorted(histogram), dtype=np.float64)
-    weights = np.array([histogram[int(v)] for v in values], dtype=np.float64)
+    values = torch.tensor(sorted(histogram), dtype=torch.float64)
+    weights = torch.tensor([histogram[int(v)] for v in values.tolist()], dtype=torch.float64)
     if count >= len(values):
-        return tuple(int(v) for v in values)
+        return tuple(int(v) for v in values.tolist())
+    zero = torch.zeros(1, dtype=torch.float64)
     # cum_n[j], cum_s[j]: samples and summed lengths of the j shortest distinct lengths.
-    cum_n = np.concatenate(([0.0], np.cumsum(weights)))
-    cum_s = np.concatenate(([0.0], np.cumsum(weights * values)))
+    cum_n = torch.cat((zero, torch.cumsum(weights, 0)))
+    cum_s = torch.cat((zero, torch.cumsum(weights * values, 0)))
     distinct = len(values)
-    # best[j]: least padding of the j shortest lengths with the buckets used so far, the last bucket at values[j-1].
+    # best[j]: least padding of the j+1 shortest lengths with the buckets used so far, the last one at values[j].
     best = values * cum_n[1:] - cum_s[1:]  # one bucket
-    choices: list[np.ndarray] = []
+    choices: list[list[int]] = []
     for _ in range(count - 1):
-        new = best.copy()
-        choice = np.full(distinct, -1)
+        new = best.clone()
+        choice = [-1] * distinct
         for j in range(1, distinct):
             # The last bucket covers lengths i+1..j; the buckets before cover 0..i.
-            i = np.arange(j)
-            cost = best[i] + values[j] * (cum_n[j + 1] - cum_n[i + 1]) - (cum_s[j + 1] - cum_s[i + 1])
-            k = int(np.argmin(cost))
+            cost = best[:j] + values[j] * (cum_n[j + 1] - cum_n[1 : j + 1]) - (cum_s[j + 1] - cum_s[1 : j + 1])
+            k = int(torch.argmin(cost))
             if cost[k] < new[j]:
                 new[j], choice[j] = cost[k], k
         choices.append(choice)
         best = new
     buckets = [distinct - 1]
     for choice in reversed(choices):
-        previous = int(choice[buckets[-1]])
+        previous = choice[buckets[-1]]
         if previous >= 0:
             buckets.append(previous)
     return tuple(sorted(int(values[j]) for j in set(buckets)))

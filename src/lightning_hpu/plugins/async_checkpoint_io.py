@@ -1,7 +1,8 @@
 """``HPUAsyncCheckpointIO``: checkpoints written in the background, so training stalls only for the host copy.
 
 A save takes a host copy of every tensor at the save point (a device-to-host copy on an HPU; a real copy where a
-tensor already lives on the host), so later steps cannot change what is written, then writes it on one background
+tensor already lives on the host; into the previous save's host tensors once its write is done), so later steps
+cannot change what is written, then writes it on one background
 thread through the wrapped IO (:class:`~lightning_hpu.HPUCheckpointIO` by default: temporary file, fsync, atomic
 rename, sweep of temporary files killed writers left). Lightning's ``AsyncCheckpointIO`` instead clones tensors on
 the device (device memory for a second copy of the model) and removes old checkpoints at once, while the new one may

@@ -10,11 +10,13 @@ from lightning_hpu.accelerator import HPUAccelerator
 from lightning_hpu.autocast_ops import set_autocast_op_lists
 from lightning_hpu.compat import UntestedVersionWarning, warn_if_untested
 from lightning_hpu.compile import HPUCompile, HPURecompileMonitor, HPUThroughputMonitor
+from lightning_hpu.data import BucketPadCollate, LengthGroupedBatchSampler
 from lightning_hpu.fabric.precision import HPUPrecision
 from lightning_hpu.fp8 import HPUFp8Inference, fp8_finish_measurement, fp8_measure, fp8_quantize
 from lightning_hpu.hpu_graphs import HPUGraph, HPUGraphs, ModuleCacher, make_graphed_callables, wrap_in_hpu_graph
 from lightning_hpu.optimizers import clip_grad_norm, fused_adamw, fused_sgd
 from lightning_hpu.plugins import (
+    HPUAsyncCheckpointIO,
     HPUCheckpointIO,
     HPUDeepSpeedPrecisionPlugin,
     HPUFSDPPrecisionPlugin,
@@ -24,6 +26,7 @@ from lightning_hpu.plugins import (
 from lightning_hpu.profiler import HPUProfiler
 from lightning_hpu.registration import register_all
 from lightning_hpu.runtime import HPUConfigurationError, HPUFeatureUnavailableError, HPUNotAvailableError, get_backend
+from lightning_hpu.runtime.recipe_cache import RecipeCache, apply_recipe_cache_from_env
 from lightning_hpu.strategies import (
     HPUDeepSpeedStrategy,
     HPUFSDPStrategy,
@@ -37,7 +40,9 @@ from lightning_hpu.user_errors import run_script
 __version__ = "0.1.0"
 
 __all__ = [
+    "BucketPadCollate",
     "HPUAccelerator",
+    "HPUAsyncCheckpointIO",
     "HPUCheckpointIO",
     "HPUCompile",
     "HPUConfigurationError",
@@ -58,7 +63,9 @@ __all__ = [
     "HPUProfiler",
     "HPURecompileMonitor",
     "HPUThroughputMonitor",
+    "LengthGroupedBatchSampler",
     "ModuleCacher",
+    "RecipeCache",
     "SingleHPUStrategy",
     "UntestedVersionWarning",
     "__version__",
@@ -77,4 +84,5 @@ __all__ = [
 ]
 
 warn_if_untested()
+apply_recipe_cache_from_env()
 register_all()

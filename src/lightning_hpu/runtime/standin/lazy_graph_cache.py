@@ -91,6 +91,10 @@ class LazyGraphCacheModel:
             self._counters.lazy_graph_cache_hits += 1
             return
         ops = tuple(op for op, _ in signature)
+        if self._in_recipe_cache(signature):
+            self._cache.add(signature)
+            self._op_sequences.add(ops)
+            return
         if ops in self._op_sequences:
             self.last_reason = f"a new input shape or dtype for a graph of {len(ops)} ops seen before"
         else:
@@ -98,3 +102,17 @@ class LazyGraphCacheModel:
         self._cache.add(signature)
         self._op_sequences.add(ops)
         self._counters.lazy_graph_compilations += 1
+
+    @staticmethod
+    def _in_recipe_cache(signature: tuple[_OpKey, ...]) -> bool:
+        """Whether an earlier run left this graph's recipe in the on-disk cache (else it is stored there now)."""
+        from lightning_hpu.runtime.standin.recipe_store import RecipeStore, active_store
+
+        store = active_store()
+        if store is None:
+            return False
+        key = RecipeStore.key("lazy", tuple((str(op), inputs) for op, inputs in signature))
+        if store.load(key):
+            return True
+        store.store(key, f"{len(signature)} ops")
+        return False

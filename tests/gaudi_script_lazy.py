@@ -129,7 +129,8 @@ class HPUGraphsModel(LightningModule):
         return self.net(x)
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
-        return torch.optim.SGD(self.parameters(), lr=0.5)
+        # The bridge's fused optimizer is a device kernel: its step is captured with forward and backward.
+        return FusedAdamW(self.parameters(), lr=0.05)
 
     def train_with_capture_and_replay(self, batch: Any, batch_idx: int) -> torch.Tensor:
         """Manual optimization training step"""

@@ -111,7 +111,7 @@ def test_adamw_bias_correction_is_frozen_at_the_captured_step_as_on_a_gaudi(lazy
 
 
 def test_the_seeds_capture_with_a_fresh_fused_adamw_trains(lazy_standin: Any) -> None:
-    """The seeds' shape: zero_grad(set_to_none=True), then capture the first step of a fresh FusedAdamW; replays train."""
+    """The seeds' shape: zero_grad(set_to_none=True), capture the first step of a fresh FusedAdamW; replays train."""
     model = _net()
     optimizer = FusedAdamW(model.parameters(), lr=0.05)
     batches = _batches(1) * 8

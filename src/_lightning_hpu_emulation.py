@@ -35,11 +35,15 @@ MODULES: dict[str, str | None] = {
     "habana_frameworks.torch": "torch_package",
     "habana_frameworks.torch.core": "core",
     "habana_frameworks.torch.hpu": "hpu",
+    "habana_frameworks.torch.hpu.graphs": "graphs",
+    "habana_frameworks.torch.hpu.metrics": "metrics",
     "habana_frameworks.torch.hpex": None,
     "habana_frameworks.torch.hpex.optimizers": "optimizers",
     "habana_frameworks.torch.hpex.normalization": "normalization",
     "habana_frameworks.torch.distributed": None,
     "habana_frameworks.torch.distributed.hccl": "hccl",
+    "habana_frameworks.torch.utils": None,
+    "habana_frameworks.torch.utils.debug": "debug",
 }
 
 #: The bridge modules that have submodules.
@@ -47,8 +51,10 @@ PACKAGES = frozenset(
     {
         "habana_frameworks",
         "habana_frameworks.torch",
+        "habana_frameworks.torch.hpu",
         "habana_frameworks.torch.hpex",
         "habana_frameworks.torch.distributed",
+        "habana_frameworks.torch.utils",
     }
 )
 

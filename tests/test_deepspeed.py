@@ -25,7 +25,7 @@ from lightning.pytorch.plugins import DeepSpeedPrecision
 from lightning.pytorch.strategies import StrategyRegistry
 
 from lightning_hpu import HPUAccelerator, HPUDeepSpeedStrategy
-from lightning_hpu.runtime import HPUFeatureUnavailableError, get_backend
+from lightning_hpu.runtime import get_backend
 from lightning_hpu.runtime.standin import CPUStandInBackend
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -328,5 +328,3 @@ def test_deepspeed_precision_arguments_need_fp8(standin: Any) -> None:
 
     with pytest.raises(ValueError, match="apply to precision='fp8' only"):
         HPUDeepSpeedPrecisionPlugin("bf16-mixed", fp8_recipe={"margin": 1})
-    with pytest.raises(HPUFeatureUnavailableError, match="fp8 training needs the Intel Gaudi Transformer Engine"):
-        _trainer("deepspeed", plugins=None, precision="transformer-engine")

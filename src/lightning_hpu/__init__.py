@@ -33,12 +33,18 @@ from lightning_hpu.strategies import (
 
 __version__ = "0.1.0"
 
+#: lightning-habana's names for the same classes (README, "Coming from lightning-habana").
+HPUDDPStrategy = HPUParallelStrategy
+HPUFSDPPrecision = HPUFSDPPrecisionPlugin
+
 __all__ = [
     "HPUAccelerator",
     "HPUCheckpointIO",
     "HPUCompile",
+    "HPUDDPStrategy",
     "HPUDeepSpeedPrecisionPlugin",
     "HPUDeepSpeedStrategy",
+    "HPUFSDPPrecision",
     "HPUFSDPPrecisionPlugin",
     "HPUFSDPStrategy",
     "HPUFeatureUnavailableError",

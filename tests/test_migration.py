@@ -124,3 +124,11 @@ def test_convert_modules_for_fp8_inference_goes_through_inc(
     assert inc.calls[0][2].dump_stats_path == str(tmp_path / "inc_output" / "measure")
     with pytest.raises(FileNotFoundError, match=r"`quant='nowhere\.json'` is not a file"):
         plugin.convert_modules(model, inference=True, quant="nowhere.json")
+
+
+def test_fabrics_old_single_device_name(standin: Any) -> None:
+    from lightning.fabric import Fabric
+
+    from lightning_hpu.fabric.strategies import SingleHPUStrategy as FabricSingleHPUStrategy
+
+    assert type(Fabric(accelerator="hpu", strategy="single_hpu").strategy) is FabricSingleHPUStrategy

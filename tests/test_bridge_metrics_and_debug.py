@@ -116,3 +116,15 @@ def test_utils_debug_on_the_stand_in(lazy_standin: Any) -> None:
     assert debug.GRAPH_PASSES["fuse_bn_relu_optimization"] is False
     debug._set_dynamic_mode()
     assert hpu.get_dynamic_shape_status()
+
+
+def test_autocast_state_is_the_devices_autocast(standin: Any) -> None:
+    """The package's precision plugins enter the stand-in's autocast device type: that is HPU autocast here."""
+    from lightning_hpu import HPUPrecision
+
+    assert not hpu.is_autocast_hpu_enabled()
+    with HPUPrecision("bf16-mixed").forward_context():
+        assert hpu.is_autocast_hpu_enabled() and hpu.get_autocast_hpu_dtype() == torch.bfloat16
+        with torch.autocast(standin.autocast_device_type, enabled=False):
+            assert not hpu.is_autocast_hpu_enabled()
+    assert not hpu.is_autocast_hpu_enabled()

@@ -221,10 +221,11 @@ def get_dynamic_shape_status() -> bool:
 
 
 def is_autocast_hpu_enabled() -> bool:
-    """Whether an HPU autocast region is active on this thread (``torch.autocast(device_type="hpu")``)."""
-    return torch.is_autocast_enabled("hpu")
+    """Whether the device's autocast is active on this thread: ``torch.autocast(device_type="hpu")``, or the
+    stand-in's own autocast device type (the CPU's, which the package's precision plugins enter)."""
+    return torch.is_autocast_enabled(_standin().autocast_device_type) or torch.is_autocast_enabled("hpu")
 
 
 def get_autocast_hpu_dtype() -> torch.dtype:
-    """The dtype HPU autocast lowers to (bf16 unless a region chose another)."""
-    return torch.get_autocast_dtype("hpu")
+    """The dtype the device's autocast lowers to (bf16 unless a region chose another)."""
+    return torch.get_autocast_dtype(_standin().autocast_device_type)

@@ -88,6 +88,8 @@ def test_convert_modules_for_fp8_training(standin: Any) -> None:
     plugin = HPUPrecisionPlugin(device="hpu", precision="fp8")
     model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
     weight = model[0].weight
+    plugin.convert_modules(nn.Linear(2, 2), recipe=te.recipe.DelayedScaling)  # the class: its default recipe
+    assert plugin.fp8_recipe == te.recipe.DelayedScaling()
     converted = plugin.convert_modules(model, replace_layers=True, recipe={"fp8_format": "HYBRID", "margin": 1})
     assert converted is model and isinstance(model[0], te.Linear) and isinstance(model[2], te.Linear)
     assert model[0].weight is weight  # the trained weights are kept
@@ -124,6 +126,8 @@ def test_convert_modules_for_fp8_inference_goes_through_inc(
     assert inc.calls[0][2].dump_stats_path == str(tmp_path / "inc_output" / "measure")
     with pytest.raises(FileNotFoundError, match=r"`quant='nowhere\.json'` is not a file"):
         plugin.convert_modules(model, inference=True, quant="nowhere.json")
+    with pytest.raises(TypeError, match="`quant` must be either a bool, file path or a dictionary"):
+        plugin.convert_modules(model, inference=True, quant=None)
 
 
 def test_fabrics_old_single_device_name(standin: Any) -> None:

@@ -58,15 +58,8 @@ def convert_modules(
         from lightning_hpu.fp8.engine import make_recipe
 
         precision.fp8_recipe = make_recipe(precision._engine(), recipe)
-    if replace_layers:
-        return precision.convert_module(module)
-    precision._fp8_layer_filter = _no_layer
-    return module
-
-
-def _no_layer(name: str, layer: nn.Linear) -> bool:
-    """The layer filter of ``replace_layers=False``: no ``nn.Linear`` is swapped."""
-    return False
+    precision.fp8_replace_layers = replace_layers
+    return precision.convert_module(module) if replace_layers else module
 
 
 def _convert_for_inference(module: nn.Module, quant: Any, fp8_data_path: str | None) -> nn.Module:
@@ -84,7 +77,10 @@ def _convert_for_inference(module: nn.Module, quant: Any, fp8_data_path: str | N
             raise FileNotFoundError(f"`quant={str(quant)!r}` is not a file; pass the path of an INC fp8 JSON config.")
         config = quantization_api().FP8Config.from_json_file(str(quant))
     else:
-        raise TypeError(f"`quant` must be a bool, the path of an INC config or a dict, got {type(quant).__name__}.")
+        raise TypeError(
+            f"`quant` must be either a bool, file path or a dictionary (True: quantize, False: measure, or an INC"
+            f" config), got {type(quant).__name__}."
+        )
     data_path = fp8_data_path if fp8_data_path is not None else os.environ.get("HABANA_LOGS")
     if data_path is not None:
         config.dump_stats_path = os.path.join(data_path, "inc_output", "measure")

@@ -117,6 +117,9 @@ class HPUPrecision(Precision):
             check_fp16_supported()
         self.fp8_recipe: Any = None
         self._fp8_layer_filter = fp8_layer_filter
+        #: Whether converting the module swaps its ``nn.Linear`` layers (lightning-habana's
+        #: ``convert_modules(replace_layers=False)`` turns it off: only the engine's own layers then run in fp8).
+        self.fp8_replace_layers = True
         #: Qualified names of the layers that run in fp8, filled by :meth:`convert_module`.
         self.fp8_layers: list[str] = []
         if is_fp8:
@@ -162,7 +165,8 @@ class HPUPrecision(Precision):
         """Swap the selected ``nn.Linear`` layers in place for the engine's, keeping their parameters."""
         engine = self._engine()
         device = require_backend().torch_device()
-        module, _ = replace_linear_layers(module, engine, device, self._fp8_layer_filter)
+        if self.fp8_replace_layers:
+            module, _ = replace_linear_layers(module, engine, device, self._fp8_layer_filter)
         self.fp8_layers = [name for name, layer in module.named_modules() if isinstance(layer, engine.Linear)]
         if not self.fp8_layers:
             rank_zero_warn(

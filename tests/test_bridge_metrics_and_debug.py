@@ -128,3 +128,20 @@ def test_autocast_state_is_the_devices_autocast(standin: Any) -> None:
         with torch.autocast(standin.autocast_device_type, enabled=False):
             assert not hpu.is_autocast_hpu_enabled()
     assert not hpu.is_autocast_hpu_enabled()
+
+
+def test_dynamic_shapes_also_key_torch_compile_recipes(standin: Any) -> None:
+    from lightning_hpu.runtime.standin.compile_backend import _counting_recipes
+
+    def run(args: list[Any]) -> None:
+        return None
+
+    counting = _counting_recipes(run, standin.counters)
+    for rows in (2, 3, 2):
+        counting([torch.ones(rows, 4)])
+    assert standin.counters.compiled_recipes == 2  # static shapes: one recipe per size
+    hpu.enable_dynamic_shape()
+    counting = _counting_recipes(run, standin.counters)
+    for rows in (5, 6, 7):
+        counting([torch.ones(rows, 4)])
+    assert standin.counters.compiled_recipes == 3  # one recipe for every size

@@ -1,10 +1,11 @@
 """Train a small model on HPU with a chosen precision, Habana's fused AdamW and fused gradient clipping.
 
 Runs as is on a Gaudi; without one, set ``LIGHTNING_HPU_BACKEND=cpu`` to run on the CPU stand-in (where ``fp8``
-stops with a clear error: the Transformer Engine exists only on Gaudi2 and later).
+runs on the stand-in's emulated Transformer Engine; on an emulated first-generation Gaudi it stops with a clear
+error, as fp8 needs Gaudi2 or later).
 
     LIGHTNING_HPU_BACKEND=cpu python examples/precision.py --precision bf16-mixed --max-steps 20
-    python examples/precision.py --precision fp8 --fp8-format HYBRID          # Gaudi2 or later
+    LIGHTNING_HPU_BACKEND=cpu python examples/precision.py --precision fp8 --fp8-format HYBRID --max-steps 20
     python examples/precision.py --lower-precision-ops linear matmul --fp32-ops softmax
 """
 

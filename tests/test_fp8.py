@@ -116,9 +116,13 @@ def _trained_net() -> tuple[Net, torch.Tensor]:
 # --- gating -----------------------------------------------------------------------------------------------------
 
 
-def test_fp8_without_engine_on_standin_is_one_clear_error(standin: Any) -> None:
-    with pytest.raises(HPUFeatureUnavailableError, match=r"fp8 training needs the Intel Gaudi Transformer Engine"):
-        HPUPrecisionPlugin("fp8")
+def test_fp8_on_the_standin_uses_its_emulated_engine(standin: Any) -> None:
+    from lightning_hpu.runtime.standin.emulation import transformer_engine
+
+    plugin = HPUPrecisionPlugin("fp8", fp8_recipe={"fp8_format": "HYBRID", "margin": 1})
+    assert standin.transformer_engine() is transformer_engine
+    assert isinstance(plugin.fp8_recipe, transformer_engine.recipe.DelayedScaling)
+    assert plugin.fp8_recipe.fp8_format is transformer_engine.recipe.Format.HYBRID and plugin.fp8_recipe.margin == 1
 
 
 def test_fp8_refused_on_first_generation_gaudi(monkeypatch: pytest.MonkeyPatch) -> None:

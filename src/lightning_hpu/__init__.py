@@ -39,6 +39,10 @@ from lightning_hpu.user_errors import run_script
 
 __version__ = "0.1.0"
 
+#: lightning-habana's names for the same classes (README, "Coming from lightning-habana").
+HPUDDPStrategy = HPUParallelStrategy
+HPUFSDPPrecision = HPUFSDPPrecisionPlugin
+
 __all__ = [
     "BucketPadCollate",
     "HPUAccelerator",
@@ -46,8 +50,10 @@ __all__ = [
     "HPUCheckpointIO",
     "HPUCompile",
     "HPUConfigurationError",
+    "HPUDDPStrategy",
     "HPUDeepSpeedPrecisionPlugin",
     "HPUDeepSpeedStrategy",
+    "HPUFSDPPrecision",
     "HPUFSDPPrecisionPlugin",
     "HPUFSDPStrategy",
     "HPUFeatureUnavailableError",

@@ -25,6 +25,7 @@ from typing_extensions import override
 from lightning_hpu.autocast_ops import set_autocast_op_lists
 from lightning_hpu.device_rules import check_fp8_supported, check_fp16_supported
 from lightning_hpu.fp8.engine import LayerFilter, make_recipe, replace_linear_layers
+from lightning_hpu.migration import HPU_DEVICE, check_device
 from lightning_hpu.runtime import HPUConfigurationError, require_backend
 from lightning_hpu.suggestions import closest_name
 
@@ -83,17 +84,20 @@ class HPUPrecision(Precision):
             (``{"margin": 0, "interval": 1, "fp8_format": "HYBRID"}``); the engine's default when ``None``.
         fp8_layer_filter: fp8 only: ``(qualified_name, layer) -> bool`` choosing which ``nn.Linear`` layers run in
             fp8; all of them when ``None``.
+        device: lightning-habana's argument, accepted as ``"hpu"`` only (the plugin always runs on the HPU).
     """
 
     def __init__(
         self,
         precision: HPUPrecisionInput | str = "32-true",
+        device: str = HPU_DEVICE,
         *,
         autocast_lower_precision_ops: Sequence[str] | None = None,
         autocast_fp32_ops: Sequence[str] | None = None,
         fp8_recipe: Any | Mapping[str, Any] | None = None,
         fp8_layer_filter: LayerFilter | None = None,
     ) -> None:
+        check_device(device)
         name = normalize_precision(precision)
         self.precision = name  # type: ignore[assignment]
         self._dtype = _DTYPES[name]
@@ -120,6 +124,9 @@ class HPUPrecision(Precision):
             check_fp16_supported()
         self.fp8_recipe: Any = None
         self._fp8_layer_filter = fp8_layer_filter
+        #: Whether converting the module swaps its ``nn.Linear`` layers (lightning-habana's
+        #: ``convert_modules(replace_layers=False)`` turns it off: only the engine's own layers then run in fp8).
+        self.fp8_replace_layers = True
         #: Qualified names of the layers that run in fp8, filled by :meth:`convert_module`.
         self.fp8_layers: list[str] = []
         if is_fp8:
@@ -165,7 +172,8 @@ class HPUPrecision(Precision):
         """Swap the selected ``nn.Linear`` layers in place for the engine's, keeping their parameters."""
         engine = self._engine()
         device = require_backend().torch_device()
-        module, _ = replace_linear_layers(module, engine, device, self._fp8_layer_filter)
+        if self.fp8_replace_layers:
+            module, _ = replace_linear_layers(module, engine, device, self._fp8_layer_filter)
         self.fp8_layers = [name for name, layer in module.named_modules() if isinstance(layer, engine.Linear)]
         if not self.fp8_layers:
             rank_zero_warn(
@@ -173,6 +181,23 @@ class HPUPrecision(Precision):
                 " (check `fp8_layer_filter`); the model runs in bf16 autocast only."
             )
         return module
+
+    def convert_modules(
+        self,
+        module: Module,
+        inference: bool = False,
+        replace_layers: bool = False,
+        recipe: Any | Mapping[str, Any] | None = None,
+        quant: bool | str | Mapping[str, Any] | None = True,
+        fp8_data_path: str | None = None,
+    ) -> Module:
+        """lightning-habana's fp8 conversion, for code that calls it (:func:`lightning_hpu.migration.convert_modules`).
+
+        Not needed otherwise: with ``precision="fp8"`` the Trainer and Fabric convert the model themselves.
+        """
+        from lightning_hpu import migration
+
+        return migration.convert_modules(self, module, inference, replace_layers, recipe, quant, fp8_data_path)
 
     @override
     def tensor_init_context(self) -> AbstractContextManager:

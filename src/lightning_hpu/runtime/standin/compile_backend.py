@@ -26,6 +26,7 @@ from lightning_hpu.runtime.compile_backend import (
     check_options,
     lazy_mode_refusal,
 )
+from lightning_hpu.runtime.standin import dynamic_shapes
 
 _lock = threading.Lock()
 
@@ -46,6 +47,8 @@ def _standin_counters() -> Any:
 
 def _shape_signature(args: list[Any]) -> tuple[Any, ...]:
     """The concrete shapes (and integer sizes) a compiled graph is called with: what a device recipe is built for."""
+    if dynamic_shapes.enabled():  # one recipe serves every size of the graph's tensors
+        return tuple(len(arg.shape) for arg in args if isinstance(arg, torch.Tensor))
     return tuple(tuple(arg.shape) if isinstance(arg, torch.Tensor) else arg for arg in args if not callable(arg))
 
 
@@ -55,7 +58,8 @@ def _counting_recipes(run: Callable[..., Any], counters: Any, code: str) -> Call
     Habana's graph compiler builds a recipe for static shapes (refined dynamic shapes are off by default), so a
     graph that TorchDynamo compiled once with symbolic sizes still costs the device a compilation for each new
     shape it meets. ``counters.compiled_recipes`` counts those, the first shape included, except recipes found in
-    the on-disk recipe cache (``PT_HPU_RECIPE_CACHE_CONFIG``, :mod:`.recipe_store`), which are loaded instead.
+    the on-disk recipe cache (``PT_HPU_RECIPE_CACHE_CONFIG``, :mod:`.recipe_store`), which are loaded instead. With
+    dynamic shapes on, one recipe serves every size (:mod:`~lightning_hpu.runtime.standin.dynamic_shapes`).
     """
     from lightning_hpu.runtime.standin.recipe_store import active_store
 

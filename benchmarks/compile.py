@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
+from pathlib import Path
 
 os.environ.setdefault("LIGHTNING_HPU_BACKEND", "cpu")
 
@@ -24,6 +26,9 @@ from torch import nn
 from torch._dynamo.utils import counters
 
 import lightning_hpu  # noqa: F401  (registers hpu_backend on the stand-in)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from progress import progress
 
 WIDTH, HEADS, BATCH, LENGTH = 64, 4, 16, 32
 
@@ -78,7 +83,11 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     measure(1, "regional", 1)  # pays Dynamo's and AOTAutograd's one-time start-up before anything is timed
-    results = {(d, m): measure(d, m, args.steps) for d in args.depths for m in ("eager", "compiled", "regional")}
+    results = {}
+    for depth in args.depths:
+        for mode in ("eager", "compiled", "regional"):
+            progress(f"depth {depth}, {mode}: {args.steps} steps...")
+            results[depth, mode] = measure(depth, mode, args.steps)
 
     print(f"{'depth':>5} {'mode':>9} {'first step':>11} {'per step':>9} {'graphs':>6} {'per step / eager':>16}")
     for (depth, mode), (first, steady, graphs) in results.items():

@@ -33,6 +33,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from lightning_hpu import HPUParallelStrategy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from progress import progress
 from step_counters import TensorAllocations
 
 WIDTH_IN, WIDTH_HIDDEN = 1000, 800  # 2 x 800k weights + biases = 1.6 M fp32 parameters = 6.4 MB
@@ -133,8 +134,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=30)
     args = parser.parse_args(argv)
     results: dict[str, list[StepClock]] = {name: [] for name in CONFIGS}
-    for _ in range(args.rounds):
+    for round_number in range(1, args.rounds + 1):
         for name, kwargs in CONFIGS.items():
+            progress(f"round {round_number}/{args.rounds}: {name}, {args.warmup} + {args.steps} steps...")
             results[name].append(fit(kwargs, args.warmup, args.steps))
     if int(torch.distributed.get_rank()) != 0:
         return

@@ -22,6 +22,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from progress import progress
+
 MiB = 2**20
 
 
@@ -104,6 +107,7 @@ def _worker(strategy_name: str, devices: int, width: int, blocks: int, out: Path
 
 
 def _run(strategy_name: str, args: argparse.Namespace, out: Path) -> list[dict[str, int]]:
+    progress(f"training with {strategy_name.upper()} on {args.devices} stand-in HPUs...")
     command = [sys.executable, __file__, "--worker", strategy_name, "--devices", str(args.devices)]
     command += ["--width", str(args.width), "--blocks", str(args.blocks), "--out", str(out)]
     # On the CPU stand-in "device memory" is resident memory: a fixed mmap threshold makes glibc hand freed tensor

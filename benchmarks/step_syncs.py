@@ -29,6 +29,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from progress import progress
 from step_counters import CountSteadySteps
 
 import lightning_hpu  # noqa: F401  (registers the HPU strategies)
@@ -102,9 +103,10 @@ def main(argv: list[str] | None = None) -> None:
     env.setdefault("TORCH_EXTENSIONS_DIR", str(Path(__file__).resolve().parents[1] / "build" / "torch_extensions"))
     print("per steady step (6 steps, both ranks), training_step with self.log('loss', loss):")
     header = f"{'host syncs':>10} {'broadcasts':>10} {'device collectives':>18} {'dist.* calls':>12} {'host votes':>10}"
-    print(f"{'strategy':<24} {'rank':>4} {header}")
+    print(f"{'strategy':<24} {'rank':>4} {header}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
-        for label, accelerator, strategy in runs:
+        for number, (label, accelerator, strategy) in enumerate(runs, start=1):
+            progress(f"{number}/{len(runs)}: training {label} on 2 processes (about 20-30 s each)...")
             out = Path(tmp) / strategy
             out.mkdir()
             command = [sys.executable, __file__, "--worker", accelerator, strategy, str(out)]
@@ -117,7 +119,8 @@ def main(argv: list[str] | None = None) -> None:
                 syncs, broadcasts, device, python_collectives, votes = _summary(counts)
                 print(
                     f"{label:<24} {rank:>4} {syncs:>10.1f} {broadcasts:>10.1f} {device:>18.1f}"
-                    f" {python_collectives:>12.1f} {votes:>10.1f}   {counts}"
+                    f" {python_collectives:>12.1f} {votes:>10.1f}   {counts}",
+                    flush=True,
                 )
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from lightning.pytorch.cli import LightningCLI
 
 import lightning_hpu  # noqa: F401  (registers HPU with Lightning)
+from lightning_hpu import run_script
 
 sys.path.insert(0, str(Path(__file__).parent))
 from train_single_hpu import Classifier
@@ -21,4 +22,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

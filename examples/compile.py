@@ -20,7 +20,7 @@ from lightning.pytorch import LightningModule, Trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_hpu import HPUCompile, HPURecompileMonitor, SingleHPUStrategy
+from lightning_hpu import HPUCompile, HPURecompileMonitor, SingleHPUStrategy, run_script
 
 
 class Block(nn.Module):
@@ -99,4 +99,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -30,7 +30,7 @@ from lightning.pytorch.plugins import DeepSpeedPrecision
 from torch import Tensor, nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_hpu import HPUAccelerator, HPUDeepSpeedStrategy
+from lightning_hpu import HPUAccelerator, HPUDeepSpeedStrategy, run_script
 
 
 class RegressionModel(LightningModule):
@@ -156,4 +156,4 @@ def main(argv: list[str] | None = None) -> RegressionModel:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

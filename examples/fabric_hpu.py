@@ -23,6 +23,7 @@ from lightning.fabric import Fabric
 from torch import nn
 
 import lightning_hpu  # noqa: F401  (registers accelerator="hpu" and the HPU strategies)
+from lightning_hpu import run_script
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -74,4 +75,4 @@ def main(argv: list[str] | None = None) -> float:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

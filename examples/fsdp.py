@@ -30,7 +30,7 @@ from lightning.pytorch import LightningModule, Trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_hpu import HPUFSDPStrategy
+from lightning_hpu import HPUFSDPStrategy, run_script
 
 VOCAB, WIDTH, HEADS, LAYERS, CONTEXT = 256, 128, 4, 4, 32
 
@@ -112,4 +112,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -20,6 +20,7 @@ from habana_frameworks.torch.hpex.optimizers import FusedAdamW
 from lightning.pytorch import LightningModule, Trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
+from lightning_hpu import run_script
 
 FEATURES, CLASSES, BATCH = 16, 4, 8
 
@@ -65,4 +66,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -20,7 +20,7 @@ from lightning.pytorch import LightningModule, Trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_hpu import HPUAccelerator, mark_step
+from lightning_hpu import HPUAccelerator, mark_step, run_script
 from lightning_hpu.hpu_graphs import ModuleCacher
 
 # HPU graphs exist in lazy mode only; current Gaudi software runs eager unless PT_HPU_LAZY_MODE=1. The bridge reads
@@ -75,4 +75,4 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -1,6 +1,6 @@
 """Inference with ``wrap_in_hpu_graph``: one graph per input shape, captured on first use and replayed after.
 
-    LIGHTNING_HPU_BACKEND=cpu python examples/hpu_graphs_inference.py --batches 4
+LIGHTNING_HPU_BACKEND=cpu python examples/hpu_graphs_inference.py --batches 4
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from lightning.pytorch import LightningModule, Trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_hpu import HPUAccelerator
+from lightning_hpu import HPUAccelerator, run_script
 from lightning_hpu.hpu_graphs import wrap_in_hpu_graph
 
 # HPU graphs exist in lazy mode only; current Gaudi software runs eager unless PT_HPU_LAZY_MODE=1. The bridge reads
@@ -60,4 +60,4 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -23,7 +23,7 @@ from lightning.pytorch import LightningModule, Trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_hpu import HPUModelParallelStrategy
+from lightning_hpu import HPUModelParallelStrategy, run_script
 
 WIDTH, LAYERS = 64, 4
 
@@ -99,4 +99,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -32,7 +32,7 @@ from lightning.pytorch import LightningModule, Trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_hpu import HPUAccelerator, HPUParallelStrategy
+from lightning_hpu import HPUAccelerator, HPUParallelStrategy, run_script
 
 
 class Regressor(LightningModule):
@@ -94,4 +94,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -18,7 +18,7 @@ from lightning.pytorch import LightningModule, Trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_hpu import HPUProfiler
+from lightning_hpu import HPUProfiler, run_script
 
 
 class MatmulModel(LightningModule):
@@ -72,4 +72,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -16,7 +16,7 @@ from lightning.pytorch import LightningModule, Trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_hpu import HPUAccelerator, HPUNotAvailableError, SingleHPUStrategy
+from lightning_hpu import HPUAccelerator, SingleHPUStrategy, run_script
 
 
 def synthetic_classification(samples: int, features: int = 32, classes: int = 4, seed: int = 0) -> TensorDataset:
@@ -114,7 +114,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except HPUNotAvailableError as error:
-        raise SystemExit(f"error: {error}") from None
+    run_script(main)

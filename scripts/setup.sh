@@ -1,9 +1,21 @@
 #!/usr/bin/env bash
 # Creates .venv (seeing the system's packages, so a Gaudi image's own torch is used) and installs lightning-hpu.
+# Each step says what it does first: the installs take a minute or more on a fresh machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -x .venv/bin/python ] || python3 -m venv --system-site-packages .venv
+step() { echo "setup.sh: $*"; }
+if [ ! -x .venv/bin/python ]; then
+    step "creating .venv (with access to the system's packages)..."
+    python3 -m venv --system-site-packages .venv
+fi
 . .venv/bin/activate
 # torch before anything that depends on it: on a Gaudi image it is already there (Habana's build) and is kept.
-python -c "import torch" 2>/dev/null || python -m pip install -q torch==2.13.0
+if python -c "import torch" 2>/dev/null; then
+    step "keeping the installed torch $(python -c 'import torch; print(torch.__version__)')"
+else
+    step "installing torch 2.13.0 (a large download; this can take a few minutes)..."
+    python -m pip install -q torch==2.13.0
+fi
+step "installing lightning-hpu (editable) with the packages of every extra (.[test])..."
 python -m pip install -q -e ".[test]"
+step "done: run examples with .venv/bin/python; check the environment with .venv/bin/python -m lightning_hpu"

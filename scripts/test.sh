@@ -1,10 +1,138 @@
 #!/usr/bin/env bash
-# The test command: sets up .venv if needed, then lint, type check and the test suite on the CPU stand-in.
+# The test command: lint, type check and the test suite on the CPU stand-in, on one leg of the support matrix or all
+# (README "Supported versions"). Each leg has its own environment and prints how long it took:
+#   bash scripts/test.sh                   # pinned: .venv as scripts/setup.sh makes it (torch 2.13.0), ruff, mypy, tests
+#   bash scripts/test.sh --leg oldest      # Python 3.10, torch 2.9.1 (Intel Gaudi 1.23), Lightning 2.6.0, in .venv-oldest
+#   bash scripts/test.sh --leg newest      # Python 3.12, torch 2.14.1, the newest Lightning 2.6.x, in .venv-newest
+#   bash scripts/test.sh --leg all         # the three in turn, as CI runs them
+# Other arguments go to pytest (e.g. `bash scripts/test.sh --leg oldest tests/test_runtime.py`). A leg that cannot
+# be set up fails the run with one sentence saying why; the other legs still run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-. .venv/bin/activate
-export TORCH_EXTENSIONS_DIR="$PWD/build/torch_extensions"
-ruff check src tests examples benchmarks
-mypy
-LIGHTNING_HPU_BACKEND="${LIGHTNING_HPU_BACKEND:-cpu}" python -m pytest -q "$@"
+
+# name:python:torch:lightning (empty lightning: the newest release pyproject.toml admits)
+LEGS=(
+    "pinned:::"
+    "oldest:3.10:2.9.1:2.6.0"
+    "newest:3.12:2.14.1:"
+)
+
+leg_arg=pinned
+if [ "${1:-}" = "--leg" ]; then
+    leg_arg="${2:?--leg needs a name: pinned, oldest, newest or all}"
+    shift 2
+fi
+case "$leg_arg" in
+    all) selected=(pinned oldest newest) ;;
+    pinned | oldest | newest) selected=("$leg_arg") ;;
+    *) echo "--leg $leg_arg: no such leg; use pinned, oldest, newest or all." >&2; exit 2 ;;
+esac
+
+summary=()
+failed=0
+
+duration() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+
+# The interpreter of Python $1: python$1 on PATH, else the newest pyenv build of it.
+find_python() {
+    if "python$1" -c "" 2>/dev/null; then
+        command -v "python$1"
+        return
+    fi
+    local root candidate found=""
+    root="$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")"
+    for candidate in "$root"/versions/"$1".*/bin/"python$1"; do
+        [ -x "$candidate" ] && found="$candidate"
+    done
+    [ -n "$found" ] && echo "$found"
+}
+
+# Drops the warning this machine's pip configuration prints for every package its local indexes lack.
+without_index_warnings() { grep -v "^WARNING: Location 'file:.*' is ignored" || true; }
+
+# pip in venv $1 with the remaining arguments, its noise filtered (pip's exit status is kept: pipefail).
+leg_pip() {
+    local venv="$1"
+    shift
+    "$venv/bin/python" -m pip "$@" 2>&1 | without_index_warnings
+}
+
+# Creates (or reuses) .venv-<leg> with the leg's Python, torch and Lightning, and lightning-hpu[test] editable.
+setup_leg_venv() {
+    local leg="$1" python_version="$2" torch_version="$3" lightning_version="$4" venv=".venv-$1" python
+    # An existing .venv-<leg> is kept (it caches the download) while its Python and torch are the leg's.
+    if ! "$venv/bin/python" -c "import sys, torch
+sys.exit(sys.version.split()[0].rsplit('.', 1)[0] != '$python_version' or torch.__version__.split('+')[0] != '$torch_version')" \
+        2>/dev/null; then
+        python="$(find_python "$python_version")" || true
+        if [ -z "$python" ]; then
+            echo "leg $leg cannot run: Python $python_version was not found (python$python_version on PATH or under pyenv); install it." >&2
+            return 1
+        fi
+        rm -rf "$venv"
+        "$python" -m venv "$venv" || {
+            echo "leg $leg cannot run: '$python -m venv $venv' failed (see above)." >&2
+            return 1
+        }
+        # PyPI's Linux build of an older torch is a CUDA build of several GB (it runs on the CPU): the one download.
+        leg_pip "$venv" install -q "torch==$torch_version" || {
+            echo "leg $leg cannot run: pip could not install torch==$torch_version for Python $python_version (a CUDA build of several GB from PyPI) into $venv (see pip's output above)." >&2
+            return 1
+        }
+    fi
+    local constraints="build/constraints-$leg.txt"
+    mkdir -p build
+    echo "torch==$torch_version" > "$constraints"
+    [ -n "$lightning_version" ] && echo "lightning==$lightning_version" >> "$constraints"
+    leg_pip "$venv" install -q -c "$constraints" -e ".[test]" || {
+        echo "leg $leg cannot run: pip could not install lightning-hpu[test] beside torch==$torch_version${lightning_version:+ and lightning==$lightning_version} in $venv (see pip's output above)." >&2
+        return 1
+    }
+}
+
+# Runs the test suite (and, on the pinned leg, ruff and mypy) in venv $2; pytest gets the remaining arguments.
+run_suite() {
+    local leg="$1" venv="$2" torch_version
+    shift 2
+    torch_version="$("$venv/bin/python" -c "import torch; print(torch.__version__.split('+')[0])")"
+    # The stand-in's C++ extension is built per torch version: each leg has its own build directory.
+    export TORCH_EXTENSIONS_DIR="$PWD/build/torch_extensions/$leg-torch$torch_version"
+    if [ "$leg" = pinned ]; then
+        "$venv/bin/ruff" check src tests examples benchmarks || return 1
+        "$venv/bin/mypy" || return 1
+    fi
+    LIGHTNING_HPU_BACKEND="${LIGHTNING_HPU_BACKEND:-cpu}" "$venv/bin/python" -m pytest -q "$@" || return 1
+}
+
+for leg in "${selected[@]}"; do
+    for spec in "${LEGS[@]}"; do
+        [ "${spec%%:*}" = "$leg" ] && IFS=: read -r _ python_version torch_version lightning_version <<< "$spec"
+    done
+    echo "=== leg $leg: setting up"
+    start=$(date +%s)
+    if [ "$leg" = pinned ]; then
+        venv=.venv
+        bash scripts/setup.sh 2>&1 | without_index_warnings || { echo "leg pinned cannot run: scripts/setup.sh failed (see above)." >&2; venv=""; }
+    else
+        venv=".venv-$leg"
+        setup_leg_venv "$leg" "$python_version" "$torch_version" "$lightning_version" || venv=""
+    fi
+    set_up=$(($(date +%s) - start))
+    if [ -z "$venv" ]; then
+        summary+=("leg $leg: could not be set up ($(duration $set_up)): FAILED")
+        failed=1
+        continue
+    fi
+    versions="$("$venv/bin/python" -c "import sys, torch, lightning; print(f'Python {sys.version.split()[0]}, torch {torch.__version__}, Lightning {lightning.__version__}')")"
+    echo "=== leg $leg: $versions, set up in $(duration $set_up)"
+    start=$(date +%s)
+    status=passed
+    run_suite "$leg" "$venv" "$@" || { status=FAILED; failed=1; }
+    tested=$(($(date +%s) - start))
+    summary+=("leg $leg: $versions: set up in $(duration $set_up), tests in $(duration $tested): $status")
+    echo "=== ${summary[-1]}"
+done
+
+echo "=== summary"
+printf '%s\n' "${summary[@]}"
+exit $failed

@@ -37,11 +37,19 @@ MODULES: dict[str, str | None] = {
     "habana_frameworks.torch": "torch_package",
     "habana_frameworks.torch.core": "core",
     "habana_frameworks.torch.hpu": "hpu",
+    "habana_frameworks.torch.hpu.graphs": "graphs",
+    "habana_frameworks.torch.hpu.metrics": "metrics",
     "habana_frameworks.torch.hpex": None,
     "habana_frameworks.torch.hpex.optimizers": "optimizers",
     "habana_frameworks.torch.hpex.normalization": "normalization",
+    "habana_frameworks.torch.hpex.experimental": None,
+    "habana_frameworks.torch.hpex.experimental.transformer_engine": "transformer_engine",
+    "habana_frameworks.torch.hpex.experimental.transformer_engine.recipe": "te_recipe",
+    "habana_frameworks.torch.hpex.experimental.transformer_engine.fp8": "te_fp8",
     "habana_frameworks.torch.distributed": None,
     "habana_frameworks.torch.distributed.hccl": "hccl",
+    "habana_frameworks.torch.utils": None,
+    "habana_frameworks.torch.utils.debug": "debug",
 }
 
 #: torch's device module for ``hpu``, served by the emulated bridge module as on a Gaudi.
@@ -52,8 +60,12 @@ PACKAGES = frozenset(
     {
         "habana_frameworks",
         "habana_frameworks.torch",
+        "habana_frameworks.torch.hpu",
         "habana_frameworks.torch.hpex",
+        "habana_frameworks.torch.hpex.experimental",
+        "habana_frameworks.torch.hpex.experimental.transformer_engine",
         "habana_frameworks.torch.distributed",
+        "habana_frameworks.torch.utils",
     }
 )
 

@@ -129,7 +129,8 @@ class HPUGraphsModel(LightningModule):
         return self.net(x)
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
-        return torch.optim.SGD(self.parameters(), lr=0.5)
+        # The bridge's fused optimizer is a device kernel: its step is captured with forward and backward.
+        return FusedAdamW(self.parameters(), lr=0.05)
 
     def train_with_capture_and_replay(self, batch: Any, batch_idx: int) -> torch.Tensor:
         """Manual optimization training step"""
@@ -238,6 +239,38 @@ inserts = counters.graph_cache_inserts
 dynamic = DynamicModel()
 trainer().fit(dynamic, data_module())
 report["dynamic"] = {"inserts": counters.graph_cache_inserts - inserts, "mark_steps": dynamic.mark_steps_in_step}
+
+
+# --- the bridge's hpu package: graphs and metrics submodules, dynamic shapes, autocast state, utils.debug --------
+import habana_frameworks.torch.hpu.graphs as hpu_graphs  # noqa: E402 (a script's later imports)
+import habana_frameworks.torch.utils.debug as hpu_debug  # noqa: E402
+from habana_frameworks.torch.hpu.metrics import metric_global, metric_localcontext  # noqa: E402
+
+gc_metric = metric_global("graph_compilation")
+with metric_localcontext("graph_compilation") as warm_up:
+    trainer().fit(NetHPUGraphs(), data_module())
+second, data = NetHPUGraphs(), data_module()
+htcore.mark_step()  # the set-up ops above form a graph of their own
+with metric_localcontext("graph_compilation") as after_warm_up:
+    trainer().fit(second, data)
+torch.hpu.enable_dynamic_shape()
+htcore.mark_step()
+with metric_localcontext("graph_compilation") as dynamic_sizes:
+    for rows in (3, 5, 7):
+        torch.randn(rows, FEATURES, device="hpu").relu().sum(0)
+        htcore.mark_step()
+torch.hpu.disable_dynamic_shape()
+with torch.autocast(device_type="hpu", dtype=torch.bfloat16):
+    autocast_inside = torch.hpu.is_autocast_hpu_enabled()
+report["bridge_modules"] = {
+    "graphs_is_torch_hpu_graphs": torch.hpu.graphs is hpu_graphs and hpu_graphs.HPUGraph is htcore.hpu.HPUGraph,
+    "warm_up_compiles": dict(warm_up.stats())["TotalNumber"] > 0,
+    "recompiles_after_warm_up": dict(after_warm_up.stats())["TotalNumber"],
+    "dynamic_size_compiles": dict(dynamic_sizes.stats())["TotalNumber"],
+    "global_counted": gc_metric is not None and dict(gc_metric.stats())["TotalNumber"] > 0,
+    "autocast": [autocast_inside, torch.hpu.is_autocast_hpu_enabled()],
+    "fallbacks": hpu_debug._get_fallback_op_count(),
+}
 
 with open(sys.argv[1], "w") as out:
     json.dump(report, out)

@@ -6,6 +6,7 @@ from typing import Any
 
 import torch
 from lightning.pytorch import LightningModule
+from lightning.pytorch.loggers import Logger
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -71,3 +72,25 @@ def quiet_trainer_kwargs(tmp_path: Any) -> dict[str, Any]:
         "enable_model_summary": False,
         "logger": False,
     }
+
+
+class MetricsSpy(Logger):
+    """A logger that keeps every metrics dict logged to it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.metrics: list[dict[str, float]] = []
+
+    @property
+    def name(self) -> str:
+        return "spy"
+
+    @property
+    def version(self) -> int:
+        return 0
+
+    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
+        self.metrics.append(dict(metrics))
+
+    def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
+        pass

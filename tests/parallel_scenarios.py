@@ -26,7 +26,7 @@ from torch import nn
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_hpu import HPUAccelerator, HPUParallelStrategy
+from lightning_hpu import HPUAccelerator, HPUParallelStrategy, HPUPrecisionPlugin
 from lightning_hpu.runtime import require_backend
 from lightning_hpu.strategies import parallel
 
@@ -36,6 +36,7 @@ STEPS = 3  # optimizer steps
 FEATURES = 5
 LR = 0.2
 CLIP = 0.05  # small enough that clipping is active on every step
+FP8 = {"fp8_format": "HYBRID", "amax_history_len": 2, "amax_compute_algo": "max"}
 
 # Python-level collectives seen by this process: (calling module, collective, op, dtype).
 SEEN: set[tuple[str, str, str, str]] = set()
@@ -159,7 +160,12 @@ def counting_hook(state, bucket):  # type: ignore[no-untyped-def]  # torch check
 
 
 def fit(
-    devices: int | list[int], num_nodes: int, accumulate: int, clip: float | None, **strategy_kwargs: Any
+    devices: int | list[int],
+    num_nodes: int,
+    accumulate: int,
+    clip: float | None,
+    plugins: list[Any] | None = None,
+    **strategy_kwargs: Any,
 ) -> dict[str, Any]:
     GRADIENT_REDUCES[0] = 0
     model = Model(accumulate)
@@ -174,6 +180,7 @@ def fit(
         gradient_clip_val=clip,
         use_distributed_sampler=False,
         callbacks=[observe],
+        plugins=plugins,
         logger=False,
         enable_checkpointing=False,
         enable_progress_bar=False,
@@ -192,8 +199,21 @@ def fit(
         "gradient_reduces": GRADIENT_REDUCES[0],
         "bound_module": require_backend().current_device(),
         "strategy": trainer.strategy,
+        "model": model,
         **observe.seen,
     }
+
+
+def fp8_checks(devices: int | list[int], num_nodes: int) -> dict[str, Any]:
+    """fp8 training (the stand-in's emulated engine) under DDP: the delayed scales agree across ranks."""
+    results = fit(devices, num_nodes, accumulate=1, clip=None, plugins=[HPUPrecisionPlugin("fp8", fp8_recipe=FP8)])
+    first = results["model"].net[0]
+    # Each rank saw its own half of the batch (different amaxes); reduce_amax gives both the same scales.
+    scales = torch.cat([first._fp8_scaling[True].scale, first._fp8_scaling[False].scale])
+    gathered = results["strategy"].all_gather(scales)
+    results["scales"] = scales.tolist()
+    results["scale_diff_between_ranks"] = float((gathered - gathered[0]).abs().max())
+    return results
 
 
 def collectives_checks(strategy: HPUParallelStrategy) -> dict[str, Any]:
@@ -267,11 +287,13 @@ def main() -> None:
     )
     results["collectives"] = collectives_checks(results["fast_accumulate"]["strategy"])
     results["fabric"] = fabric_checks(devices, num_nodes)
+    results["fp8"] = fp8_checks(devices, num_nodes)
     results["python_collectives"] = sorted(SEEN)
     results["native_int64"] = require_backend().native_int64()
     for scenario in results.values():
         if isinstance(scenario, dict):
             scenario.pop("strategy", None)
+            scenario.pop("model", None)
     (out / f"rank{dist.get_rank()}.json").write_text(json.dumps(results, indent=1))
 
 

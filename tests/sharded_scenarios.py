@@ -11,7 +11,9 @@ PyTorch run over the global batches:
 * ``fabric``: a Fabric loop with ``strategy="fsdp"`` and ``fabric.clip_gradients``, a sharded save and load;
 * ``fsdp2`` and ``tensor_parallel``: ``hpu_model_parallel`` with ``fully_shard`` / ``parallelize_module`` in
   ``configure_model``, clipping by norm; ``fabric_model_parallel``: Fabric's, with a ``parallelize_fn``;
-* ``fsdp2_avg``: torch's own ``fully_shard`` without the strategy sends ``AVG``, which the stand-in refuses.
+* ``fsdp2_avg``: torch's own ``fully_shard`` without the strategy sends ``AVG``, which the stand-in refuses;
+* ``hybrid_one_node``: ``sharding_strategy="HYBRID_SHARD"`` on one node warns and shards as ``FULL_SHARD``;
+* ``norms_bf16``: ``precision="bf16-mixed"`` on a model whose norm layers get an fp32 input (bf16 weights).
 
 Every reduce op that reaches the stand-in group is counted. Each rank writes ``<out>/rank<r>.json``.
 
@@ -342,6 +344,59 @@ def fsdp2_avg_scenario() -> dict[str, Any]:
     return results
 
 
+def hybrid_one_node_scenario(out: Path) -> dict[str, Any]:
+    import warnings
+
+    steps = 3
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = trainer(out, HPUFSDPStrategy(sharding_strategy="HYBRID_SHARD", auto_wrap_policy={Block}), steps, CLIP)
+    model = Model(steps)
+    run.fit(model)
+    weights = full_weights(run.strategy.model, model.net)
+    return {
+        "warned": any("runs as sharding_strategy='FULL_SHARD'" in str(w.message) for w in caught),
+        "shard_group_size": run.strategy.model.process_group.size(),
+        "max_diff_to_reference": float((weights - reference(steps, CLIP)).abs().max()),
+    }
+
+
+class NormModel(Model):
+    """The MLP with norm layers after an fp32 add (as a positional encoding is), trained in bf16-mixed."""
+
+    def __init__(self, steps: int) -> None:
+        super().__init__(steps)
+        self.norms = nn.ModuleList([nn.LayerNorm(FEATURES), nn.GroupNorm(2, FEATURES)])
+        self.losses: list[float] = []
+
+    def training_step(self, batch: torch.Tensor, batch_idx: int) -> torch.Tensor:
+        hidden = self.net.blocks(batch[:, :FEATURES]) + torch.zeros(FEATURES)
+        for norm in self.norms:
+            hidden = norm(hidden)
+        loss = nn.functional.mse_loss(self.net.head(hidden).float(), batch[:, FEATURES:])
+        self.losses.append(float(loss))
+        return loss
+
+
+def norms_bf16_scenario(out: Path) -> dict[str, Any]:
+    run = Trainer(
+        accelerator="hpu",
+        devices=WORLD,
+        strategy="fsdp",
+        precision="bf16-mixed",
+        max_steps=3,
+        use_distributed_sampler=False,
+        default_root_dir=str(out),
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    model = NormModel(3)
+    run.fit(model)
+    return {"steps": len(model.losses), "finite": all(loss == loss for loss in model.losses)}
+
+
 def main() -> None:
     out = Path(sys.argv[1])
     torch.set_num_threads(1)
@@ -354,6 +409,8 @@ def main() -> None:
     results["fabric_model_parallel"] = fabric_model_parallel_scenario()
     results["ops_seen"] = dict(OPS_SEEN)
     results["fsdp2_avg"] = fsdp2_avg_scenario()
+    results["hybrid_one_node"] = hybrid_one_node_scenario(out)
+    results["norms_bf16"] = norms_bf16_scenario(out)
     results["env_rank"] = os.environ.get("LOCAL_RANK", "0")
     (out / f"rank{dist.get_rank()}.json").write_text(json.dumps(results, indent=1))
 

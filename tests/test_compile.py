@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 import torch
 from lightning.pytorch import LightningModule, Trainer
-from lightning.pytorch.loggers import Logger
 from lightning_utilities.core import rank_zero as rank_zero_module
 from torch import nn
 from torch._dynamo.utils import counters
@@ -23,7 +22,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from lightning_hpu import HPUCompile, HPUGraphs, HPURecompileMonitor, HPUThroughputMonitor
 from lightning_hpu.compile import CompileInLazyModeError, HPUCompileError
 from lightning_hpu.runtime.standin.compile_backend import register_hpu_backend
-from tests.helpers import RegressionModel, quiet_trainer_kwargs
+from tests.helpers import MetricsSpy, RegressionModel, quiet_trainer_kwargs
 
 
 class Block(nn.Module):
@@ -262,32 +261,12 @@ def test_monitor_logs_compilations(standin: Any, tmp_path: Any) -> None:
         HPURecompileMonitor(warmup_steps=-1)
 
 
-class _MetricsSpy(Logger):
-    def __init__(self) -> None:
-        super().__init__()
-        self.metrics: list[dict[str, float]] = []
-
-    @property
-    def name(self) -> str:
-        return "spy"
-
-    @property
-    def version(self) -> int:
-        return 0
-
-    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
-        self.metrics.append(dict(metrics))
-
-    def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
-        pass
-
-
 def test_throughput_monitor_synchronizes_and_skips_warmup(standin: Any, tmp_path: Any) -> None:
     monitor = HPUThroughputMonitor(batch_size_fn=lambda batch: batch[0].shape[0], warmup_steps=2, window_size=2)
     syncs = standin.counters.synchronizes
     model = RegressionModel()
     model.flops_per_batch = 10  # type: ignore[attr-defined]
-    spy = _MetricsSpy()
+    spy = MetricsSpy()
     trainer = _trainer(tmp_path, max_steps=6, limit_val_batches=0, callbacks=[monitor], log_every_n_steps=1, logger=spy)
     trainer.fit(model)
     assert standin.counters.synchronizes >= syncs + 6

@@ -118,6 +118,24 @@ def test_accepted_ops_are_delegated(single_pg: HCCLStandInProcessGroup, method: 
     assert _call_reduce_collective(single_pg, method, op).wait()
 
 
+def test_coalesced_reduce_scatter_through_torch_is_checked() -> None:
+    """What FSDP does, ``reduce_scatter_tensor`` calls under ``_coalescing_manager``, meets HCCL's check on every
+    torch (2.9 calls ``reduce_scatter_tensor_coalesced`` on the group, 2.13 ``reduce_scatter_single_coalesced``)."""
+    assert not dist.is_initialized()
+    register_hccl_standin_backend()
+    dist.init_process_group("hccl", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        out, t = torch.empty(2), torch.ones(2)
+        refused = pytest.raises(RuntimeError, match=f"^{HCCL_REFUSED_MESSAGE}: ReduceOp.AVG")
+        with refused, dist._coalescing_manager(async_ops=False):
+            dist.reduce_scatter_tensor(out, t, op=ReduceOp.AVG)
+        with dist._coalescing_manager(async_ops=False):
+            dist.reduce_scatter_tensor(out, t * 3, op=ReduceOp.SUM)
+        assert out.tolist() == [3.0, 3.0]
+    finally:
+        dist.destroy_process_group()
+
+
 def test_convenience_overloads_are_checked_too(single_pg: HCCLStandInProcessGroup) -> None:
     """``ProcessGroup``'s bindings also take ``(tensor, op, timeout)``-style arguments; so does the stand-in."""
     t = torch.tensor([3.0])

@@ -25,7 +25,7 @@ from lightning.pytorch.plugins import DeepSpeedPrecision
 from lightning.pytorch.strategies import StrategyRegistry
 
 from lightning_hpu import HPUAccelerator, HPUDeepSpeedStrategy
-from lightning_hpu.runtime import HPUFeatureUnavailableError, get_backend
+from lightning_hpu.runtime import get_backend
 from lightning_hpu.runtime.standin import CPUStandInBackend
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -263,6 +263,43 @@ def test_predict_with_deepspeed_inference_from_arguments_and_config() -> None:
         torch.testing.assert_close(torch.cat(predictions), expected)  # type: ignore[arg-type]
 
 
+def test_fp32_inference_weights_with_a_mixed_precision_compute_in_its_dtype() -> None:
+    """The docs' settings: init_inference(dtype=torch.float) with precision='bf16-mixed' predicts in bf16."""
+    from deepspeed.inference.engine import InferenceEngine
+
+    seed_everything(0)
+    model = example.RegressionModel()
+    batches = example.dataloader(samples=16)
+    with torch.no_grad():
+        expected = torch.cat([model(x) for x, _ in batches])
+    strategy = HPUDeepSpeedStrategy(tensor_parallel={"tp_size": 1}, dtype=torch.float, replace_with_kernel_inject=False)
+    trainer = _trainer(strategy, plugins=[DeepSpeedPrecision("bf16-mixed")])
+    predictions = trainer.predict(model, batches)
+    assert isinstance(trainer.strategy.model, InferenceEngine)
+    assert predictions is not None and all(p.dtype == torch.bfloat16 for p in predictions)  # computed in bf16 ...
+    assert next(model.parameters()).dtype == torch.float32  # ... from the fp32 weights
+    torch.testing.assert_close(torch.cat(predictions).float(), expected, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "precision", "inputs"),
+    [
+        (torch.bfloat16, "32-true", "torch.float32"),
+        (torch.float16, "bf16-mixed", "torch.bfloat16"),
+        (torch.float32, "bf16-true", "torch.bfloat16"),
+    ],
+)
+def test_inference_dtype_the_precision_cannot_feed_is_refused_when_the_trainer_is_built(
+    dtype: torch.dtype, precision: str, inputs: str
+) -> None:
+    message = (
+        rf"^DeepSpeed inference `dtype={dtype}` cannot run with precision='{precision}', which feeds {inputs} inputs"
+        rf" to the {dtype} weights: pass dtype={inputs} \(or leave dtype out\)"
+    )
+    with pytest.raises(ValueError, match=message):
+        _trainer(HPUDeepSpeedStrategy(dtype=dtype), plugins=[DeepSpeedPrecision(precision)])
+
+
 # --- two processes ---------------------------------------------------------------------------------
 @pytest.mark.multiprocess
 def test_two_process_zero2_seed_config_leaves_identical_replicated_weights(tmp_path: Path) -> None:
@@ -328,5 +365,3 @@ def test_deepspeed_precision_arguments_need_fp8(standin: Any) -> None:
 
     with pytest.raises(ValueError, match="apply to precision='fp8' only"):
         HPUDeepSpeedPrecisionPlugin("bf16-mixed", fp8_recipe={"margin": 1})
-    with pytest.raises(HPUFeatureUnavailableError, match="fp8 training needs the Intel Gaudi Transformer Engine"):
-        _trainer("deepspeed", plugins=None, precision="transformer-engine")

@@ -116,9 +116,13 @@ def _trained_net() -> tuple[Net, torch.Tensor]:
 # --- gating -----------------------------------------------------------------------------------------------------
 
 
-def test_fp8_without_engine_on_standin_is_one_clear_error(standin: Any) -> None:
-    with pytest.raises(HPUFeatureUnavailableError, match=r"fp8 training needs the Intel Gaudi Transformer Engine"):
-        HPUPrecisionPlugin("fp8")
+def test_fp8_on_the_standin_uses_its_emulated_engine(standin: Any) -> None:
+    from lightning_hpu.runtime.standin.emulation import transformer_engine
+
+    plugin = HPUPrecisionPlugin("fp8", fp8_recipe={"fp8_format": "HYBRID", "margin": 1})
+    assert standin.transformer_engine() is transformer_engine
+    assert isinstance(plugin.fp8_recipe, transformer_engine.recipe.DelayedScaling)
+    assert plugin.fp8_recipe.fp8_format is transformer_engine.recipe.Format.HYBRID and plugin.fp8_recipe.margin == 1
 
 
 def test_fp8_refused_on_first_generation_gaudi(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -414,7 +418,7 @@ def test_fp8_inference_callback_measures_in_test_then_quantizes_in_predict(
         ("prepare", True),
         ("finalize_calibration", True),
     ]
-    prefix = str(tmp_path / "fp8_stats" / "measure")
+    prefix = str(tmp_path / "lightning_logs" / "fp8_stats" / "measure")  # the run's log root, without a logger too
     assert inc.calls[0][2].mode == "MEASURE" and inc.calls[0][2].dump_stats_path == prefix
     assert measure.resolved_config is not None
     assert json.loads(measure.resolved_config.read_text())["observer"] == "maxabs"  # the packaged config
@@ -427,6 +431,31 @@ def test_fp8_inference_callback_measures_in_test_then_quantizes_in_predict(
     assert inc.calls[2][2].mode == "QUANTIZE" and inc.calls[2][2].dump_stats_path == prefix  # reads what was written
     assert quantize.resolved_config is not None
     assert json.loads(quantize.resolved_config.read_text())["scale_method"] == "maxabs_hw"
+
+
+def test_fp8_inference_artefacts_stay_in_the_runs_directories(
+    standin: Any, inc: types.SimpleNamespace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lightning.pytorch.loggers import CSVLogger
+
+    workdir, root = tmp_path / "cwd", tmp_path / "root"
+    workdir.mkdir()
+    monkeypatch.chdir(workdir)
+    loader = DataLoader(TensorDataset(torch.randn(4, 4)), batch_size=2)
+    logger = CSVLogger(tmp_path / "logs", name="exp")
+    trainer = Trainer(accelerator="hpu", default_root_dir=root, logger=logger, callbacks=[HPUFp8Inference("measure")])
+    model = _Scorer()
+    model.inc = inc
+    trainer.test(model, loader, verbose=False)
+    assert inc.calls[0][2].dump_stats_path == str(tmp_path / "logs" / "exp" / "fp8_stats" / "measure")
+    # A run that fails (INC missing) writes nothing anywhere, and a Trainer's default root is not the stats' home.
+    monkeypatch.setitem(sys.modules, "neural_compressor.torch.quantization", None)  # as when not installed
+    failing = Trainer(
+        accelerator="hpu", logger=False, callbacks=[HPUFp8Inference("measure")], enable_progress_bar=False
+    )
+    with pytest.raises(HPUFeatureUnavailableError, match="fp8 inference needs Intel Neural Compressor"):
+        failing.test(model, loader, verbose=False)
+    assert list(workdir.iterdir()) == []
 
 
 def test_fp8_inference_callback_checks_its_arguments(standin: Any, tmp_path: Path) -> None:

@@ -71,6 +71,17 @@ def test_a_gaudi_script_with_the_seeds_hpu_graph_code_runs_unchanged_in_lazy_mod
     # Three cached submodules around a dynamic op, fenced by two counted step markers.
     assert report["dynamic"]["inserts"] >= 2
     assert report["dynamic"]["mark_steps"] == [2] * 6
+    # The bridge's hpu package: its graphs submodule, metrics that see no recompilation after a warm-up, and one
+    # graph for every size with dynamic shapes on.
+    assert report["bridge_modules"] == {
+        "graphs_is_torch_hpu_graphs": True,
+        "warm_up_compiles": True,
+        "recompiles_after_warm_up": 0,
+        "dynamic_size_compiles": 1,
+        "global_counted": True,
+        "autocast": [True, False],
+        "fallbacks": {},
+    }
 
 
 @pytest.mark.multiprocess

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import traceback
 from typing import Any
 
 import pytest
@@ -12,7 +13,14 @@ from lightning.pytorch import Trainer
 from lightning.pytorch.accelerators import CPUAccelerator
 from lightning.pytorch.strategies import SingleDeviceStrategy
 
-from lightning_hpu import HPUAccelerator, HPUNotAvailableError, HPUPrecisionPlugin, SingleHPUStrategy, integration
+from lightning_hpu import (
+    HPUAccelerator,
+    HPUConfigurationError,
+    HPUNotAvailableError,
+    HPUPrecisionPlugin,
+    SingleHPUStrategy,
+    integration,
+)
 from lightning_hpu.fabric.precision import HPUPrecision
 from lightning_hpu.fabric.strategies import SingleHPUStrategy as FabricSingleHPUStrategy
 from lightning_hpu.runtime import reset_backend
@@ -70,13 +78,19 @@ def test_hpu_without_gaudi_or_stand_in_fails_with_one_sentence(no_hpu: None) -> 
     ("devices", "message"),
     [
         (0, r"`devices=0` is not valid for HPUAccelerator"),
+        (-2, r"`devices=-2` is not valid for HPUAccelerator"),
+        ([0, 0], r"`devices=\[0, 0\]` is not valid for HPUAccelerator \(the list repeats an index\)"),
         ("cuda:0", "`devices='cuda:0'` is not valid"),
         (2, "LIGHTNING_HPU_CPU_DEVICES=2"),
     ],
 )
 def test_bad_devices_fail_clearly(devices: Any, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        _trainer(accelerator="hpu", devices=devices)
+    for build in (_trainer, Fabric):
+        with pytest.raises(HPUConfigurationError, match=message) as caught:
+            build(accelerator="hpu", devices=devices)
+        # One exception: no "During handling of the above exception" trace repeating the same mistake.
+        shown = "".join(traceback.format_exception(caught.value))
+        assert shown.count("Traceback (most recent call last)") == 1, shown
 
 
 @pytest.mark.parametrize("emulated", [1, 2])

@@ -101,6 +101,14 @@ def _check_rank(report: dict[str, Any], module: int, lazy: bool) -> None:
     assert fabric["mean"] == pytest.approx(6.0)
     assert fabric["broadcast"] == "from 1"
 
+    # fp8 on the emulated engine under DDP: equal weights, and delayed scales made equal by the amax reduction (MAX).
+    fp8 = report["fp8"]
+    assert fp8["max_diff_between_ranks"] == 0.0 and fp8["scale_diff_between_ranks"] == 0.0
+    assert fp8["scales"] != [1.0, 1.0, 1.0], "the scales follow the amaxes"
+    assert ("lightning_hpu.runtime.standin.emulation.te_fp8", "all_reduce", "RedOpType.MAX", "torch.float32") in {
+        tuple(entry) for entry in report["python_collectives"]
+    }
+
     seen = [tuple(entry) for entry in report["python_collectives"]]
     assert not [entry for entry in seen if "AVG" in entry[2] or "PRODUCT" in entry[2]], seen
     ours = [entry for entry in seen if entry[0].startswith("lightning_hpu")]

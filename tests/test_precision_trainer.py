@@ -180,3 +180,10 @@ def test_unsupported_precision_names_the_choices(standin: Any) -> None:
         ValueError, match=r"`precision='64-true'` is not supported on HPU: use one of 32-true, bf16-mixed"
     ):
         Trainer(accelerator="hpu", devices=1, precision="64-true", logger=False)
+
+
+def test_a_misspelt_precision_given_to_the_plugin_says_what_was_meant(standin: Any) -> None:
+    with pytest.raises(
+        ValueError, match=r"^`precision='bf16_mixed'` is not supported on HPU \(did you mean 'bf16-mixed'\?\)"
+    ):
+        HPUPrecisionPlugin("bf16_mixed")  # type: ignore[arg-type]

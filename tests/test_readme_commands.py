@@ -7,6 +7,10 @@ for a Gaudi (marked ``on a Gaudi`` in the README), parts of a multi-node job, in
 and the few commands listed in ``SLOW``. Every other command runs with ``bash -c`` in a scratch copy of the
 clone (links to its files, so outputs such as ``profiler_logs/`` land in the scratch directory), without the
 stand-in variables of this test process: it must set what it needs itself, as a new user's shell would.
+
+The scratch copy's ``.venv`` is the environment under test: the one named by ``LIGHTNING_HPU_TEST_VENV``, else the
+virtual environment running this test (so each CI leg's venv, such as ``.venv-torch29``, runs the commands with its
+own torch), else the clone's ``.venv``.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +51,8 @@ class Command:
             return "one node's part of a multi-node job"
         if "pip install" in self.text:
             return "installs packages from the network"
+        if "scripts/test.sh" in self.text:
+            return "runs the test suite this test is part of (CI runs it)"
         if re.search(r"(^|/)tensorboard\b", self.text):
             return "starts a server that runs until stopped"
         return next((why for key, why in SLOW.items() if key in self.text), None)
@@ -94,13 +101,24 @@ def test_the_readme_has_commands_and_every_one_is_written_to_run_as_is() -> None
             )
 
 
+def _venv_under_test() -> Path:
+    """The environment whose ``bin/python`` the README's ``.venv/bin/python`` stands for in this run."""
+    named = os.environ.get("LIGHTNING_HPU_TEST_VENV")
+    if named:
+        return Path(named).resolve()
+    if sys.prefix != sys.base_prefix:  # running in a virtual environment
+        return Path(sys.prefix).resolve()
+    return ROOT / ".venv"
+
+
 @pytest.fixture(scope="module")
 def fresh_clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A scratch directory that looks like the clone (its entries linked), for outputs to land in."""
     scratch = tmp_path_factory.mktemp("clone")
     for entry in ROOT.iterdir():
-        if entry.name not in {".git", "lightning_logs", "profiler_logs", "checkpoints"}:
+        if entry.name not in {".git", ".venv", "lightning_logs", "profiler_logs", "checkpoints"}:
             (scratch / entry.name).symlink_to(entry)
+    (scratch / ".venv").symlink_to(_venv_under_test())
     return scratch
 
 

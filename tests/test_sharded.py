@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import pytest
@@ -145,17 +146,23 @@ def test_fsdp_strategy_refuses_a_non_fsdp_precision_plugin() -> None:
 
 
 @pytest.mark.usefixtures("two_devices")
-@pytest.mark.parametrize("sharding_strategy", ["HYBRID_SHARD", "_HYBRID_SHARD_ZERO2"])
-def test_multi_node_sharding_on_one_node_is_refused(sharding_strategy: str) -> None:
+@pytest.mark.parametrize(
+    ("sharding_strategy", "same"), [("HYBRID_SHARD", "FULL_SHARD"), ("_HYBRID_SHARD_ZERO2", "SHARD_GRAD_OP")]
+)
+def test_multi_node_sharding_on_one_node_warns_that_it_only_shards(sharding_strategy: str, same: str) -> None:
     policy = {"auto_wrap_policy": {nn.Linear}}  # Lightning asks hybrid sharding for a policy or a mesh
-    with pytest.raises(ValueError, match=f"sharding_strategy='{sharding_strategy}' replicates across nodes"):
-        _trainer(strategy=HPUFSDPStrategy(sharding_strategy=sharding_strategy, **policy))
-    with pytest.raises(ValueError, match="replicates across nodes"):
+    message = f"sharding_strategy='{sharding_strategy}' on one node .* runs as sharding_strategy='{same}'"
+    with pytest.warns(UserWarning, match=message):
+        trainer = _trainer(strategy=HPUFSDPStrategy(sharding_strategy=sharding_strategy, **policy))
+    assert trainer.strategy.num_nodes == 1
+    with pytest.warns(UserWarning, match=message):
         Fabric(
             accelerator="hpu", devices=2, strategy=FabricHPUFSDPStrategy(sharding_strategy=sharding_strategy, **policy)
         )
-    # Two nodes are what it needs.
-    trainer = _trainer(strategy=HPUFSDPStrategy(sharding_strategy=sharding_strategy, **policy), num_nodes=2)
+    # Two nodes replicate across them: no warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        trainer = _trainer(strategy=HPUFSDPStrategy(sharding_strategy=sharding_strategy, **policy), num_nodes=2)
     assert trainer.strategy.num_nodes == 2
 
 

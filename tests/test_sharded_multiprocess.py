@@ -76,6 +76,14 @@ def _check_rank(report: dict[str, Any]) -> None:
     assert fabric["max_diff_after_load"] == 0.0 and fabric["loaded_step"] == 3 and fabric["remainder"] == {}
     assert fabric["mean"] == pytest.approx(6.0)
 
+    # HYBRID_SHARD on one node: a warning (from rank 0), then the parameters sharded over both devices, trained as
+    # FULL_SHARD.
+    hybrid = report["hybrid_one_node"]
+    assert hybrid["warned"] == (report["env_rank"] == "0") and hybrid["shard_group_size"] == 2
+    assert hybrid["max_diff_to_reference"] < 1e-5
+    # bf16-mixed with norm layers that get an fp32 input and bf16 weights (FSDP's cast) trains, as on a Gaudi.
+    assert report["norms_bf16"] == {"steps": 3, "finite": True}
+
     fabric_model_parallel = report["fabric_model_parallel"]
     assert fabric_model_parallel["strategy"] == "HPUModelParallelStrategy"
     assert fabric_model_parallel["max_diff_to_reference"] < 1e-5

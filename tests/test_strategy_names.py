@@ -6,7 +6,9 @@ it must build an HPU strategy or be refused at construction with one sentence na
 
 from __future__ import annotations
 
+import re
 import types
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,13 +26,14 @@ from lightning_hpu import HPUDeepSpeedStrategy, HPUParallelStrategy, HPUPrecisio
 from lightning_hpu.fabric.deepspeed import HPUDeepSpeedStrategy as FabricHPUDeepSpeedStrategy
 from lightning_hpu.fabric.precision import HPUPrecision
 from lightning_hpu.fabric.strategies import HPUParallelStrategy as FabricHPUParallelStrategy
-from lightning_hpu.runtime import HPUFeatureUnavailableError, reset_backend, settings
+from lightning_hpu.runtime import HPUConfigurationError, reset_backend, settings
 from lightning_hpu.strategies.hccl import GAUDI_DDP_DEFAULTS
 from lightning_hpu.strategies.lazy_mode import FabricHPUStrategyHooks, HPUStrategyHooks
 from tests.test_fp8 import make_fake_engine
 
 deepspeed = pytest.importorskip("deepspeed")
 
+README = Path(__file__).resolve().parents[1] / "README.md"
 REGISTRIES = {"Trainer": StrategyRegistry, "Fabric": FABRIC_REGISTRY}
 HPU_HOOKS = {"Trainer": HPUStrategyHooks, "Fabric": FabricHPUStrategyHooks}
 
@@ -221,13 +224,24 @@ def test_profiler_hpu_gives_the_hpu_profiler_and_lightnings_names_still_work() -
 @pytest.mark.parametrize("owner", ["Trainer", "Fabric"])
 @pytest.mark.parametrize("precision", ["transformer-engine", "transformer-engine-float16"])
 def test_transformer_engine_reaches_the_hpu_fp8_path(owner: str, precision: str, standin: Any) -> None:
-    with pytest.raises(HPUFeatureUnavailableError, match=r"^fp8 training needs the Intel Gaudi Transformer Engine"):
-        _build(owner, "auto", precision=precision)
+    from lightning_hpu.runtime.standin.emulation import transformer_engine
+
+    plugin = _build(owner, "auto", precision=precision).precision_plugin if owner == "Trainer" else None
+    if plugin is None:
+        plugin = _build(owner, "auto", precision=precision).precision
+    # The stand-in's emulated engine made the recipe: the name reached the fp8 path.
+    assert isinstance(plugin, HPUPrecision) and plugin.is_fp8
+    assert isinstance(plugin.fp8_recipe, transformer_engine.recipe.DelayedScaling)
 
 
 @pytest.mark.parametrize(
     ("precision", "name", "outside"),
-    [("transformer-engine", "fp8", torch.bfloat16), ("transformer-engine-float16", "fp8-float16", torch.float16)],
+    [
+        ("transformer-engine", "fp8", torch.bfloat16),
+        ("transformer-engine-float16", "fp8-float16", torch.float16),
+        ("fp8", "fp8", torch.bfloat16),
+        ("fp8-float16", "fp8-float16", torch.float16),
+    ],
 )
 def test_transformer_engine_means_hpu_fp8(
     precision: str, name: str, outside: torch.dtype, standin: Any, monkeypatch: pytest.MonkeyPatch
@@ -248,7 +262,13 @@ def test_transformer_engine_means_hpu_fp8(
 
 @pytest.mark.parametrize("owner", ["Trainer", "Fabric"])
 @pytest.mark.parametrize(
-    ("precision", "outside"), [("transformer-engine", "bf16-mixed"), ("transformer-engine-float16", "16-mixed")]
+    ("precision", "outside"),
+    [
+        ("transformer-engine", "bf16-mixed"),
+        ("transformer-engine-float16", "16-mixed"),
+        ("fp8", "bf16-mixed"),
+        ("fp8-float16", "16-mixed"),
+    ],
 )
 def test_transformer_engine_under_deepspeed_means_hpu_deepspeed_fp8(
     owner: str, precision: str, outside: str, standin: Any, monkeypatch: pytest.MonkeyPatch
@@ -269,3 +289,101 @@ def test_transformer_engine_under_deepspeed_means_hpu_deepspeed_fp8(
     with plugin.forward_context():
         assert te.state["fp8_active"]
     assert te.log["autocast"][-1]["fp8_recipe"] is plugin.fp8.fp8_recipe
+
+
+def _readme_precision_names() -> dict[str, str]:
+    """The names of the README's precision table (section "Precision"): each spelling, and the full name it means."""
+    section = README.read_text().split("\n## Precision\n", 1)[1].split("\n## ", 1)[0]
+    table = {}
+    for row in section.splitlines():
+        if row.startswith('| `"'):
+            spellings = re.findall(r'`"([^"`]+)"`', row.split("|")[1])
+            table.update(dict.fromkeys(spellings, spellings[0]))
+    return table
+
+
+@pytest.mark.parametrize("owner", ["Trainer", "Fabric"])
+def test_every_precision_the_readme_advertises_works_as_a_string(
+    owner: str, standin: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    te: types.SimpleNamespace = make_fake_engine()
+    monkeypatch.setattr(standin, "transformer_engine", lambda: te)
+    table = _readme_precision_names()
+    assert {"32-true", "bf16-mixed", "16-mixed", "bf16-true", "16-true", "fp8", "fp8-float16", "bf16"} <= set(table)
+    for given, name in table.items():
+        if owner == "Trainer":
+            plugin = Trainer(accelerator="hpu", precision=given, logger=False).precision_plugin  # type: ignore[arg-type]
+        else:
+            plugin = Fabric(accelerator="hpu", precision=given).strategy.precision  # type: ignore[arg-type]
+        assert isinstance(plugin, HPUPrecision) and plugin.precision == name, given
+
+
+@pytest.mark.parametrize("owner", ["Trainer", "Fabric"])
+def test_hpu_precision_names_need_an_hpu(owner: str, standin: Any) -> None:
+    build = Trainer if owner == "Trainer" else Fabric
+    with pytest.raises(HPUConfigurationError, match=rf"^`{owner}\(precision='fp8'\)` is an HPU precision: use it with"):
+        build(accelerator="cpu", precision="fp8")
+    # A precision plugin given as well is still refused, as Lightning refuses any such pair.
+    with pytest.raises(ValueError, match="Choose one"):
+        plugin = HPUPrecisionPlugin("bf16-mixed") if owner == "Trainer" else HPUPrecision("bf16-mixed")
+        build(accelerator="hpu", precision="fp8", plugins=[plugin])
+
+
+# --- misspelt names: "did you mean" ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("owner", ["Trainer", "Fabric"])
+@pytest.mark.parametrize(
+    ("argument", "given", "meant"),
+    [
+        ("strategy", "hpu_paralel", "hpu_parallel"),
+        ("strategy", "HPU_FAST_DDP ", "hpu_fast_ddp"),
+        ("strategy", "hpu_deepspeed_stage_3_ofload", "hpu_deepspeed_stage_3_offload"),
+        ("accelerator", "hpuu", "hpu"),
+        ("accelerator", "HPU", "hpu"),
+        ("precision", "bf16-mix", "bf16-mixed"),
+        ("precision", "fp-8", "fp8"),
+    ],
+)
+def test_misspelt_hpu_names_say_what_was_meant(owner: str, argument: str, given: str, meant: str, standin: Any) -> None:
+    kwargs: dict[str, Any] = {"accelerator": "hpu", argument: given}
+    build = Trainer if owner == "Trainer" else Fabric
+    with pytest.raises(HPUConfigurationError, match=rf"^`{owner}\({argument}={given!r}\)` .*did you mean {meant!r}\?$"):
+        build(**kwargs)
+
+
+def test_misspelt_profiler_name_says_hpu_and_other_names_stay_lightnings(standin: Any) -> None:
+    with pytest.raises(HPUConfigurationError, match=r"^`Trainer\(profiler='hpuu'\)` .*did you mean 'hpu'\?$"):
+        Trainer(accelerator="hpu", profiler="hpuu", logger=False)
+    with pytest.raises(MisconfigurationException, match="it can only be one of"):
+        Trainer(accelerator="hpu", profiler="simpel", logger=False)  # close to Lightning's own name: its message
+
+
+def test_misspelt_names_outside_hpu_keep_lightnings_errors() -> None:
+    with pytest.raises(ValueError, match="You selected an invalid strategy name"):
+        Trainer(accelerator="cpu", strategy="dpp", logger=False)
+    with pytest.raises(ValueError, match="Precision 'bf16-mix' is invalid"):
+        Trainer(accelerator="cpu", precision="bf16-mix", logger=False)  # type: ignore[arg-type]
+
+
+def test_the_readme_names_table_says_what_each_lightning_name_does_on_hpu() -> None:
+    section = README.read_text().split("\n### Lightning's names on HPU\n", 1)[1].split("\n#", 1)[0]
+    checked = 0
+    for row in section.splitlines():
+        if not row.startswith("| `"):
+            continue
+        first, outcome = row.split("|")[1:3]
+        refused = outcome.strip().startswith("refused")
+        for name in re.findall(r'`"([a-z0-9_]+)"`', first):
+            for owner, registry in REGISTRIES.items():
+                if name not in registry:
+                    continue
+                is_hpu = lambda cls, owner=owner: issubclass(cls, HPU_HOOKS[owner])  # noqa: E731
+                try:
+                    names.hpu_strategy_for(name, registry, is_hpu, owner)
+                    refused_here = False
+                except ValueError:
+                    refused_here = True
+                assert refused_here == refused, f"README says {name!r} is {'refused' if refused else 'run'} ({owner})"
+                checked += 1
+    assert checked >= 20, "the table lists Lightning's names"

@@ -2,17 +2,21 @@
 
 Importing the package registers ``accelerator="hpu"`` and the HPU strategies with Lightning's Trainer and Fabric;
 it opens no device and starts no process. Without a Gaudi, set ``LIGHTNING_HPU_BACKEND=cpu`` to run everything on
-the CPU stand-in.
+the CPU stand-in. Outside the tested torch, Lightning and Python versions (README "Supported versions"), it warns
+once.
 """
 
 from lightning_hpu.accelerator import HPUAccelerator
 from lightning_hpu.autocast_ops import set_autocast_op_lists
+from lightning_hpu.compat import UntestedVersionWarning, warn_if_untested
 from lightning_hpu.compile import HPUCompile, HPURecompileMonitor, HPUThroughputMonitor
+from lightning_hpu.data import BucketPadCollate, LengthGroupedBatchSampler
 from lightning_hpu.fabric.precision import HPUPrecision
 from lightning_hpu.fp8 import HPUFp8Inference, fp8_finish_measurement, fp8_measure, fp8_quantize
 from lightning_hpu.hpu_graphs import HPUGraph, HPUGraphs, ModuleCacher, make_graphed_callables, wrap_in_hpu_graph
 from lightning_hpu.optimizers import clip_grad_norm, fused_adamw, fused_sgd
 from lightning_hpu.plugins import (
+    HPUAsyncCheckpointIO,
     HPUCheckpointIO,
     HPUDeepSpeedPrecisionPlugin,
     HPUFSDPPrecisionPlugin,
@@ -21,7 +25,8 @@ from lightning_hpu.plugins import (
 )
 from lightning_hpu.profiler import HPUProfiler
 from lightning_hpu.registration import register_all
-from lightning_hpu.runtime import HPUFeatureUnavailableError, HPUNotAvailableError, get_backend
+from lightning_hpu.runtime import HPUConfigurationError, HPUFeatureUnavailableError, HPUNotAvailableError, get_backend
+from lightning_hpu.runtime.recipe_cache import RecipeCache, apply_recipe_cache_from_env
 from lightning_hpu.strategies import (
     HPUDeepSpeedStrategy,
     HPUFSDPStrategy,
@@ -30,15 +35,25 @@ from lightning_hpu.strategies import (
     SingleHPUStrategy,
     mark_step,
 )
+from lightning_hpu.user_errors import run_script
 
 __version__ = "0.1.0"
 
+#: lightning-habana's names for the same classes (README, "Coming from lightning-habana").
+HPUDDPStrategy = HPUParallelStrategy
+HPUFSDPPrecision = HPUFSDPPrecisionPlugin
+
 __all__ = [
+    "BucketPadCollate",
     "HPUAccelerator",
+    "HPUAsyncCheckpointIO",
     "HPUCheckpointIO",
     "HPUCompile",
+    "HPUConfigurationError",
+    "HPUDDPStrategy",
     "HPUDeepSpeedPrecisionPlugin",
     "HPUDeepSpeedStrategy",
+    "HPUFSDPPrecision",
     "HPUFSDPPrecisionPlugin",
     "HPUFSDPStrategy",
     "HPUFeatureUnavailableError",
@@ -54,8 +69,11 @@ __all__ = [
     "HPUProfiler",
     "HPURecompileMonitor",
     "HPUThroughputMonitor",
+    "LengthGroupedBatchSampler",
     "ModuleCacher",
+    "RecipeCache",
     "SingleHPUStrategy",
+    "UntestedVersionWarning",
     "__version__",
     "clip_grad_norm",
     "fp8_finish_measurement",
@@ -66,8 +84,11 @@ __all__ = [
     "get_backend",
     "make_graphed_callables",
     "mark_step",
+    "run_script",
     "set_autocast_op_lists",
     "wrap_in_hpu_graph",
 ]
 
+warn_if_untested()
+apply_recipe_cache_from_env()
 register_all()

@@ -13,28 +13,26 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from lightning_hpu.runtime import settings
+from lightning_hpu.runtime import HPUConfigurationError, settings
 
 
 def _usage(count: int | None) -> str:
     every = "every visible HPU" if count is None else f"all {count} visible HPU(s)"
-    return (
-        f"use a positive int (e.g. devices=1), -1 or 'auto' for {every}, or a list of HPU indices such as [0, 1]"
-    )
+    return f"use a positive int (e.g. devices=1), -1 or 'auto' for {every}, or a list of HPU indices such as [0, 1]"
 
 
-def _invalid(devices: Any, count: int | None, why: str = "") -> ValueError:
+def _invalid(devices: Any, count: int | None, why: str = "") -> HPUConfigurationError:
     hint = f" ({why})" if why else ""
-    return ValueError(f"`devices={devices!r}` is not valid for HPUAccelerator{hint}: {_usage(count)}.")
+    return HPUConfigurationError(f"`devices={devices!r}` is not valid for HPUAccelerator{hint}: {_usage(count)}.")
 
 
-def _too_many(devices: Any, wanted: int, count: int) -> ValueError:
+def _too_many(devices: Any, wanted: int, count: int) -> HPUConfigurationError:
     fix = (
         f" set {settings.CPU_DEVICES_ENV}={wanted} to emulate more on the CPU stand-in"
         if settings.requested_backend() == "cpu"
         else " ask for fewer, or check HABANA_VISIBLE_MODULES"
     )
-    return ValueError(f"`devices={devices!r}` asks for {wanted} HPUs but only {count} are visible:{fix}.")
+    return HPUConfigurationError(f"`devices={devices!r}` asks for {wanted} HPUs but only {count} are visible:{fix}.")
 
 
 _selected_indices: tuple[int, ...] | None = None
@@ -81,18 +79,20 @@ def bind_selected_hpu(local_rank: int, installed: int) -> int | None:
         return None
     shown = list(indices)
     if not 0 <= local_rank < len(indices):
-        raise ValueError(f"`devices={shown}` has no HPU for local rank {local_rank}; list one HPU per local process.")
+        raise HPUConfigurationError(
+            f"`devices={shown}` has no HPU for local rank {local_rank}; list one HPU per local process."
+        )
     visible = settings.visible_modules(installed)
     index = indices[local_rank]
     if index >= len(visible):
-        raise ValueError(
+        raise HPUConfigurationError(
             f"`devices={shown}` names HPU {index}, but only {len(visible)} are visible ({settings.VISIBLE_MODULES_ENV}"
             f" = {visible}); name visible HPUs, or widen {settings.VISIBLE_MODULES_ENV}."
         )
     module = visible[index]
     bound = settings.bound_module()
     if bound is not None and bound != module:
-        raise ValueError(
+        raise HPUConfigurationError(
             f"`devices={shown}` binds local rank {local_rank} to HPU module {module}, but"
             f" {settings.MODULE_ID_ENV}={bound} already binds this process to module {bound}; unset"
             f" {settings.MODULE_ID_ENV}, or pass devices as a count."
@@ -116,10 +116,12 @@ def check_devices_syntax(devices: Any) -> None:
     """Reject values that can never name HPUs (0, negative counts, floats, empty lists) before anything starts."""
     try:
         _parse(devices, available=None, count=None)
+        return
     except ValueError:
-        # Only now ask the backend how many HPUs there are, for the message: valid values start nothing early.
-        _parse(devices, available=None, count=_visible_count())
-        raise
+        pass
+    # Only now ask the backend how many HPUs there are, for the message: valid values start nothing early. Raised
+    # outside the handler, so the user sees one error, not the same one twice as a chained traceback.
+    _parse(devices, available=None, count=_visible_count())
 
 
 def parse_hpu_devices(devices: Any, available: int | None) -> int:

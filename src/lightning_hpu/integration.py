@@ -23,29 +23,38 @@ from __future__ import annotations
 
 import functools
 import importlib
+import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, get_args
 
 import lightning
-from lightning.fabric.connector import _Connector
+from lightning.fabric.accelerators import ACCELERATOR_REGISTRY as FABRIC_ACCELERATOR_REGISTRY
+from lightning.fabric.connector import _PRECISION_INPUT_STR, _Connector
 from lightning.fabric.strategies import STRATEGY_REGISTRY as FABRIC_STRATEGY_REGISTRY
 from lightning.fabric.strategies import DeepSpeedStrategy as FabricDeepSpeedStrategy
 from lightning.fabric.strategies import Strategy as FabricStrategy
+from lightning.pytorch.accelerators import AcceleratorRegistry
 from lightning.pytorch.loops.training_epoch_loop import _TrainingEpochLoop
 from lightning.pytorch.profilers import Profiler
 from lightning.pytorch.strategies import DeepSpeedStrategy, Strategy, StrategyRegistry
 from lightning.pytorch.trainer import setup as trainer_setup
 from lightning.pytorch.trainer.connectors.accelerator_connector import _AcceleratorConnector
+from lightning.pytorch.trainer.connectors.callback_connector import _CallbackConnector
+from lightning.pytorch.trainer.connectors.logger_connector.logger_connector import _LoggerConnector
 from lightning.pytorch.trainer.connectors.signal_connector import _SignalConnector
 from lightning.pytorch.trainer.states import TrainerFn
 from lightning.pytorch.utilities.exceptions import SIGTERMException
+from lightning_utilities.core import rank_zero as rank_zero_module
+from typing_extensions import override
 
 from lightning_hpu import names
 from lightning_hpu.devices import check_devices_syntax
 from lightning_hpu.fabric.accelerator import HPUAccelerator as FabricHPUAccelerator
-from lightning_hpu.runtime import hpu_available, require_backend
+from lightning_hpu.fabric.precision import PRECISION_ALIASES, HPUPrecisionInput
+from lightning_hpu.runtime import HPUConfigurationError, hpu_available, require_backend
 from lightning_hpu.strategies.lazy_mode import FabricHPUStrategyHooks, HPUStrategyHooks
 from lightning_hpu.strategies.sigterm import SIGTERM_EXIT_CODE, SigtermAgreement
+from lightning_hpu.suggestions import closest_name, hpu_names
 
 #: Lightning releases whose connector internals this module was written and tested against.
 TESTED_LIGHTNING = ("2.6",)
@@ -58,6 +67,7 @@ _PATCHED_METHODS = (
     "_check_strategy_and_fallback",
     "_init_strategy",
     "_check_and_init_precision",
+    "_check_config_and_set_final_flags",
 )
 
 #: Lightning's SIGTERM agreement: the loop's per-batch broadcast and the signal handler (class, method).
@@ -67,6 +77,9 @@ _SIGTERM_METHODS = (
 )
 
 _MARKER = "__lightning_hpu_wrapped__"
+
+#: Precision names of the HPU plugins that Lightning's own precision check does not know (``"fp8"``, ...).
+HPU_ONLY_PRECISIONS = tuple(name for name in get_args(HPUPrecisionInput) if name not in get_args(_PRECISION_INPUT_STR))
 
 
 class LightningIntegrationError(RuntimeError):
@@ -112,11 +125,84 @@ def _strategy_registry_names(fabric: bool) -> list[str]:
     return list(_strategy_registry(fabric).available_strategies())
 
 
+def _accelerator_registry_names(fabric: bool) -> list[str]:
+    registry = FABRIC_ACCELERATOR_REGISTRY if fabric else AcceleratorRegistry
+    return list(registry.available_accelerators())
+
+
+def _means_hpu(accelerator_flag: Any) -> bool:
+    """Whether the connector will run on HPU: HPU named or given, or ``"auto"`` with an HPU there."""
+    return is_hpu(accelerator_flag) or (accelerator_flag == "auto" and hpu_available())
+
+
+def _refuse_misspelt_names(strategy: Any, accelerator: Any, owner: str, fabric: bool) -> None:
+    """Refuse an unknown strategy or accelerator name that is close to an HPU name, saying which one was meant.
+
+    Lightning's own errors list its names only; these name the ``hpu``/``hpu_*`` name the user probably meant.
+    """
+    accelerators = _accelerator_registry_names(fabric)
+    if isinstance(accelerator, str) and accelerator not in (*accelerators, "auto", "gpu"):  # compared as Lightning does
+        guess = closest_name(accelerator, [*accelerators, "auto", "gpu"])
+        if guess is not None and guess in hpu_names(accelerators):
+            raise HPUConfigurationError(
+                f"`{owner}(accelerator={accelerator!r})` is not a registered accelerator: did you mean {guess!r}?"
+            )
+    strategies = _strategy_registry_names(fabric)
+    if not isinstance(strategy, str) or strategy.lower() in (*strategies, "auto"):
+        return
+    if not (is_hpu(accelerator) or strategy.lower().startswith("hpu")):
+        return  # not an HPU run: Lightning's own error
+    guess = closest_name(strategy, hpu_names(strategies)) or closest_name(strategy, strategies)
+    hint = f"did you mean {guess!r}?" if guess is not None else f"the HPU ones are {', '.join(hpu_names(strategies))}."
+    raise HPUConfigurationError(f"`{owner}(strategy={strategy!r})` is not a registered strategy: {hint}")
+
+
+def _hpu_precision_name(precision: Any, accelerator: Any, owner: str) -> str | None:
+    """The HPU-only precision name (``"fp8"``, ...) that Lightning's check would refuse, else ``None``.
+
+    Such a name with another accelerator, or a misspelt precision on HPU, is refused here with one sentence.
+    """
+    if not isinstance(precision, str) or precision in get_args(_PRECISION_INPUT_STR) or precision.isdigit():
+        return None
+    if precision in (*HPU_ONLY_PRECISIONS, *PRECISION_ALIASES):
+        if precision not in HPU_ONLY_PRECISIONS:
+            return None  # Lightning's own spelling
+        if not _means_hpu(accelerator):
+            raise HPUConfigurationError(
+                f"`{owner}(precision={precision!r})` is an HPU precision: use it with accelerator='hpu'."
+            )
+        return precision
+    if _means_hpu(accelerator):
+        known = [*get_args(HPUPrecisionInput), *PRECISION_ALIASES]
+        guess = closest_name(precision, known)
+        hint = f"did you mean {guess!r}?" if guess is not None else f"use one of {', '.join(known)}."
+        raise HPUConfigurationError(f"`{owner}(precision={precision!r})` is not a precision: {hint}")
+    return None
+
+
 def _install_on(connector_cls: type, fabric: bool) -> None:
     hooks_cls: type = FabricHPUStrategyHooks if fabric else HPUStrategyHooks
     deepspeed_cls: type = FabricDeepSpeedStrategy if fabric else DeepSpeedStrategy
     strategy_base: type = FabricStrategy if fabric else Strategy
     owner = "Fabric" if fabric else "Trainer"
+
+    def check_config(original: Callable[..., None]) -> Callable[..., None]:
+        def wrapper(self: Any, *, strategy: Any, accelerator: Any, precision: Any, **kwargs: Any) -> None:
+            _refuse_misspelt_names(strategy, accelerator, owner, fabric)
+            hpu_precision = _hpu_precision_name(precision, accelerator, owner)
+            # Lightning's check knows only its own names: give it a placeholder that keeps its other checks (a
+            # precision plugin given as well is still refused), then put the HPU name back for the HPU plugin.
+            original(
+                self,
+                strategy=strategy,
+                accelerator=accelerator,
+                precision=precision if hpu_precision is None else "32-true",
+                **kwargs,
+            )
+            if hpu_precision is not None:
+                setattr(self, "_precision_input" if fabric else "_precision_flag", hpu_precision)
+
+        return wrapper
 
     def choose_auto_accelerator(original: Callable[..., str]) -> Callable[..., str]:
         def wrapper(*args: Any, **kwargs: Any) -> str:
@@ -215,6 +301,7 @@ def _install_on(connector_cls: type, fabric: bool) -> None:
 
         return wrapper
 
+    _wrap(connector_cls, "_check_config_and_set_final_flags", check_config)
     _wrap(connector_cls, "_choose_auto_accelerator", choose_auto_accelerator)
     _wrap(connector_cls, "_check_device_config_and_set_final_flags", check_devices)
     _wrap(connector_cls, "_set_parallel_devices_and_init_accelerator", init_accelerator)
@@ -232,6 +319,12 @@ def _install_profiler_names() -> None:
         if isinstance(profiler, str) and profiler.lower() in names.HPU_PROFILERS:
             module_name, class_name = names.HPU_PROFILERS[profiler.lower()].split(":")
             profiler = getattr(importlib.import_module(module_name), class_name)()
+        elif isinstance(profiler, str) and profiler.lower() not in names.LIGHTNING_PROFILERS:
+            guess = closest_name(profiler, [*names.LIGHTNING_PROFILERS, *names.HPU_PROFILERS])
+            if guess in names.HPU_PROFILERS:
+                raise HPUConfigurationError(
+                    f"`Trainer(profiler={profiler!r})` is not a profiler name: did you mean {guess!r}?"
+                )
         original(trainer, profiler)
 
     setattr(init_profiler, _MARKER, original)
@@ -314,6 +407,69 @@ def _install_device_info_line() -> None:
     trainer_setup._log_device_info = log_device_info
 
 
+# --- quiet HPU runs: no advertising tips ---------------------------------------------------------------------------
+
+#: How Lightning 2.6 starts its advertising lines (LitLogger, litmodels), logged at INFO by ``rank_zero_info``.
+LIGHTNING_TIP_PREFIX = "💡 Tip:"
+
+#: Where Lightning prints its tips (class, method); Lightning has no switch for them.
+_TIP_METHODS = (
+    (_LoggerConnector, "configure_logger"),
+    (_CallbackConnector, "_maybe_show_litmodels_tip"),
+)
+
+
+class _DropLightningTips(logging.Filter):
+    """Drops the log records that are Lightning's tips."""
+
+    @override
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(LIGHTNING_TIP_PREFIX)
+
+
+def _runs_on_hpu(trainer: Any) -> bool:
+    from lightning_hpu.accelerator import HPUAccelerator
+
+    return isinstance(getattr(trainer, "accelerator", None), HPUAccelerator)
+
+
+def _install_quiet_tips() -> None:
+    """Leave Lightning's two "💡 Tip" lines out of Trainers that run on HPU (other Trainers keep them).
+
+    They are advertisements printed by every Trainer; an HPU run prints its start-up lines, progress and results.
+    Skipped silently if Lightning moved them: the lines are cosmetic.
+    """
+    if any(not callable(getattr(owner, name, None)) for owner, name in _TIP_METHODS):
+        return
+    tip_filter = _DropLightningTips()
+
+    def quiet_logger_setup(original: Callable[..., None]) -> Callable[..., None]:
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> None:
+            if not _runs_on_hpu(self.trainer):
+                original(self, *args, **kwargs)
+                return
+            log = rank_zero_module.log  # the logger rank_zero_info writes to (Lightning sets it at import)
+            log.addFilter(tip_filter)
+            try:
+                original(self, *args, **kwargs)
+            finally:
+                log.removeFilter(tip_filter)
+
+        return wrapper
+
+    def quiet_litmodels_tip(original: Callable[..., None]) -> Callable[..., None]:
+        def wrapper(self: Any) -> None:
+            if _runs_on_hpu(self.trainer):
+                self._pending_litmodels_tip = False
+                return
+            original(self)
+
+        return wrapper
+
+    _wrap(_LoggerConnector, "configure_logger", quiet_logger_setup)
+    _wrap(_CallbackConnector, "_maybe_show_litmodels_tip", quiet_litmodels_tip)
+
+
 def is_installed() -> bool:
     """Whether the connectors already carry the HPU wrappers."""
     return hasattr(_AcceleratorConnector._choose_strategy, _MARKER)
@@ -337,3 +493,4 @@ def install() -> None:
     _install_on(_Connector, fabric=True)
     _install_profiler_names()
     _install_sigterm_agreement()
+    _install_quiet_tips()

@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from lightning_hpu.runtime.base import HPUConfigurationError
+
 
 @dataclass(frozen=True)
 class HPUTwin:
@@ -65,6 +67,9 @@ REFUSED_SETTINGS: dict[tuple[str, Any], Refusal] = {
 #: Profiler names of ``Trainer(profiler=...)`` added to Lightning's, and the class each builds (lazily imported).
 HPU_PROFILERS: dict[str, str] = {"hpu": "lightning_hpu.profiler:HPUProfiler"}
 
+#: Lightning 2.6's own profiler names (``Trainer(profiler=...)``), against which misspelt HPU names are told apart.
+LIGHTNING_PROFILERS = ("simple", "advanced", "pytorch", "xla")
+
 
 def _family(strategy_cls: type) -> HPUTwin | Refusal:
     for base in strategy_cls.__mro__:
@@ -78,8 +83,8 @@ def hpu_strategy_for(
 ) -> tuple[str, dict[str, Any]] | None:
     """The HPU strategy name and settings that a registered Lightning strategy ``name`` means on HPU.
 
-    ``None`` when ``name`` already is an HPU strategy. Raises a one-sentence ``ValueError`` naming the HPU strategy
-    to use when no HPU strategy can run it. Build the strategy with :func:`build_strategy`.
+    ``None`` when ``name`` already is an HPU strategy. Raises a one-sentence ``HPUConfigurationError`` naming the
+    HPU strategy to use when no HPU strategy can run it. Build the strategy with :func:`build_strategy`.
     """
     entry = registry[name]
     strategy_cls: type = entry["strategy"]
@@ -93,7 +98,7 @@ def hpu_strategy_for(
     if isinstance(rule, HPUTwin) and rule.name not in registry:
         rule = Refusal(rule.name, f"this lightning-hpu build does not register {rule.name!r}")
     if isinstance(rule, Refusal):
-        raise ValueError(rule.message(repr(name), owner))
+        raise HPUConfigurationError(rule.message(repr(name), owner))
     for key in rule.dropped_settings:
         settings.pop(key, None)
     return rule.name, settings
@@ -105,9 +110,9 @@ def build_strategy(registry: Mapping[str, Any], name: str, settings: Mapping[str
     return entry["strategy"](**{**entry["init_params"], **settings})
 
 
-def refuse_strategy_instance(strategy: object, owner: str) -> ValueError:
+def refuse_strategy_instance(strategy: object, owner: str) -> HPUConfigurationError:
     """The error for a non-HPU strategy object given with an HPU accelerator, naming the HPU strategy to use."""
     rule = _family(type(strategy))
     use = rule.name if isinstance(rule, HPUTwin) else rule.use
     reason = "it never marks lazy steps nor binds the HPU" if isinstance(rule, HPUTwin) else rule.reason
-    return ValueError(Refusal(use, reason).message(f"{type(strategy).__name__}(...)", owner))
+    return HPUConfigurationError(Refusal(use, reason).message(f"{type(strategy).__name__}(...)", owner))

@@ -18,6 +18,7 @@ from lightning_hpu.runtime import settings
 from lightning_hpu.strategies import HPUDeepSpeedStrategy, HPUParallelStrategy, SingleHPUStrategy
 from lightning_hpu.strategies.fsdp import HPUFSDPStrategy
 from lightning_hpu.strategies.model_parallel import HPUModelParallelStrategy
+from lightning_hpu.third_party_warnings import hide_lightning_noise
 
 
 def register_all() -> None:
@@ -44,6 +45,7 @@ def register_all() -> None:
         if fabric_strategy_cls.strategy_name not in FABRIC_STRATEGY_REGISTRY:
             fabric_strategy_cls.register_strategies(FABRIC_STRATEGY_REGISTRY)
     integration.install()
+    hide_lightning_noise()
     if settings.standin_requested():
         # Scripts call torch.compile(backend="hpu_backend") before anything creates the backend.
         from lightning_hpu.runtime.standin.compile_backend import register_hpu_backend

@@ -1,1 +1,1 @@
-# Typed stub of the Intel Gaudi PyTorch bridge: only what shared/reference/habana-bridge-api.md lists.
+# Typed stub of the Intel Gaudi PyTorch bridge: only what docs/bridge-api.md lists.

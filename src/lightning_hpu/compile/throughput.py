@@ -4,6 +4,10 @@ Lightning's monitor synchronizes only CUDA before reading the clock; on an HPU i
 queues work, not how fast the device runs it. This one waits for the HPU first. It also leaves the first
 ``warmup_steps`` batches of each stage out of the measurement: on a Gaudi they include graph compilation, which would
 make the throughput of a short run meaningless.
+
+When the LightningModule has ``flops_per_batch``, it logs model FLOPs utilisation (``device/mfu``) against the peak
+of the device generation and precision in use (:mod:`.peak_flops`), as Lightning's monitor does for CUDA GPUs, or
+against ``available_flops`` when given.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from lightning.pytorch.callbacks import ThroughputMonitor
 from typing_extensions import override
 
 from lightning_hpu.compile.monitor import check_warmup_steps
+from lightning_hpu.compile.peak_flops import compute_precision, gaudi_peak_flops
 from lightning_hpu.runtime import require_backend
 
 
@@ -27,6 +32,8 @@ class HPUThroughputMonitor(ThroughputMonitor):
         batch_size_fn: the number of samples in a batch.
         length_fn: the number of items (e.g. tokens) in a batch's samples.
         warmup_steps: batches of each stage left out at its start (compilation).
+        available_flops: the peak FLOPs per second of one device, for MFU; by default the published peak of the
+            device generation and precision in use (``lightning_hpu.compile.peak_flops.GAUDI_PEAK_FLOPS``).
         **kwargs: passed to Lightning's ``Throughput`` (``window_size``, ``separator``).
     """
 
@@ -35,10 +42,19 @@ class HPUThroughputMonitor(ThroughputMonitor):
         batch_size_fn: Callable[[Any], int],
         length_fn: Callable[[Any], int] | None = None,
         warmup_steps: int = 3,
+        available_flops: float | None = None,
         **kwargs: Any,
     ) -> None:
+        if available_flops is not None and (
+            isinstance(available_flops, bool) or not isinstance(available_flops, (int, float)) or available_flops <= 0
+        ):
+            raise ValueError(
+                "`available_flops` must be a positive number of FLOPs per second (e.g. 432e12),"
+                f" not {available_flops!r}."
+            )
         super().__init__(batch_size_fn=batch_size_fn, length_fn=length_fn, **kwargs)
         self.warmup_steps = check_warmup_steps(warmup_steps)
+        self._available_flops_override = available_flops
         self._warmup_seen: dict[Any, int] = {}
 
     def _synchronize(self, trainer: pl.Trainer) -> None:
@@ -46,6 +62,24 @@ class HPUThroughputMonitor(ThroughputMonitor):
 
         if isinstance(trainer.accelerator, HPUAccelerator):
             require_backend().synchronize()
+
+    @override
+    def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        super().setup(trainer, pl_module, stage)
+        peak = self._peak_flops(trainer)
+        self.available_flops = None if peak is None else int(peak)
+        for throughput in self._throughputs.values():
+            throughput.available_flops = peak
+
+    def _peak_flops(self, trainer: pl.Trainer) -> float | None:
+        """``available_flops`` if given; on an HPU the peak of its generation and precision; else Lightning's."""
+        from lightning_hpu.accelerator import HPUAccelerator
+
+        if self._available_flops_override is not None:
+            return self._available_flops_override
+        if not isinstance(trainer.accelerator, HPUAccelerator):
+            return None if self.available_flops is None else float(self.available_flops)
+        return gaudi_peak_flops(require_backend().device_name(), compute_precision(trainer.precision_plugin))
 
     @override
     def _start(self, trainer: pl.Trainer) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import torch
@@ -17,10 +18,25 @@ from lightning_hpu.devices import (
     selected_modules,
 )
 from lightning_hpu.runtime import get_backend, hpu_available, require_backend
+from lightning_hpu.runtime.recipe_cache import RecipeCache
 
 
 class HPUAccelerator(Accelerator):
-    """Intel Gaudi (HPU) accelerator: one process drives one HPU."""
+    """Intel Gaudi (HPU) accelerator: one process drives one HPU.
+
+    Args:
+        recipe_cache: keep compiled graph recipes on disk across runs: a directory, or a
+            :class:`~lightning_hpu.RecipeCache` (deletion at start, size). It sets ``PT_HPU_RECIPE_CACHE_CONFIG``
+            when the accelerator is built, so build it before anything opens the HPU.
+    """
+
+    def __init__(self, recipe_cache: RecipeCache | str | os.PathLike[str] | None = None) -> None:
+        super().__init__()
+        if recipe_cache is not None and not isinstance(recipe_cache, RecipeCache):
+            recipe_cache = RecipeCache(recipe_cache)
+        self.recipe_cache = recipe_cache
+        if recipe_cache is not None:
+            recipe_cache.apply()
 
     @override
     def setup_device(self, device: torch.device) -> None:

@@ -16,6 +16,7 @@ from torch.nn import Module
 
 from lightning_hpu.fabric.precision import PRECISION_ALIASES, HPUPrecision
 from lightning_hpu.fp8.engine import LayerFilter
+from lightning_hpu.migration import HPU_DEVICE, check_device
 
 #: What DeepSpeed itself runs outside the engine's fp8 layers, per fp8 precision.
 DEEPSPEED_PRECISION_OF_FP8 = {"fp8": "bf16-mixed", "fp8-float16": "16-mixed"}
@@ -42,14 +43,17 @@ class FP8DeepSpeedPrecisionHooks:
     """
 
     fp8: HPUPrecision | None
+    precision: Any
 
     def __init__(
         self,
         precision: str,
+        device: str = HPU_DEVICE,
         *,
         fp8_recipe: Any | Mapping[str, Any] | None = None,
         fp8_layer_filter: LayerFilter | None = None,
     ) -> None:
+        check_device(device)  # lightning-habana's argument
         # ``precision`` is what DeepSpeed's config is built from: bf16 (or fp16) outside the fp8 layers; ``fp8`` is
         # the fp8 side (engine, recipe, layer swap) when the precision is an fp8 one.
         name, self.fp8 = split_fp8_precision(precision, fp8_recipe, fp8_layer_filter)
@@ -62,6 +66,22 @@ class FP8DeepSpeedPrecisionHooks:
 
     def forward_context(self) -> AbstractContextManager:
         return self.fp8.fp8_autocast() if self.fp8 is not None else super().forward_context()  # type: ignore[misc]
+
+    def convert_modules(
+        self,
+        module: Module,
+        inference: bool = False,
+        replace_layers: bool = False,
+        recipe: Any | Mapping[str, Any] | None = None,
+        quant: bool | str | Mapping[str, Any] | None = True,
+        fp8_data_path: str | None = None,
+    ) -> Module:
+        """lightning-habana's fp8 conversion (see :func:`lightning_hpu.migration.convert_modules`); fp8 only."""
+        if self.fp8 is None:
+            raise ValueError(
+                f"convert_modules() applies to precision='fp8' only, but this plugin's precision is {self.precision!r}."
+            )
+        return self.fp8.convert_modules(module, inference, replace_layers, recipe, quant, fp8_data_path)
 
 
 class HPUDeepSpeedPrecision(FP8DeepSpeedPrecisionHooks, DeepSpeedPrecision):

@@ -30,6 +30,7 @@ from typing_extensions import override
 
 from lightning_hpu.device_rules import check_fp16_supported
 from lightning_hpu.fabric.precision import normalize_precision
+from lightning_hpu.migration import HPU_DEVICE, check_device
 from lightning_hpu.runtime import require_backend
 
 
@@ -39,8 +40,15 @@ class HPUFSDPPrecisionMixin:
     precision: Any
     scaler: Any
 
-    def _init_for_hpu(self, precision: str, scaler: Any | None) -> str:
-        """Check ``precision`` for this device; return its full name (accepts Lightning's short aliases)."""
+    def _init_for_hpu(self, precision: str, scaler: Any | None, device: str) -> str:
+        """Check ``precision`` for this device; return its full name (accepts Lightning's short aliases).
+
+        ``device`` is lightning-habana's argument (``"hpu"`` only); its plugins took it second, where Lightning's
+        take the scaler, so a string in the scaler's place is read as that device.
+        """
+        if isinstance(scaler, str):
+            device, scaler = scaler, None
+        check_device(device)
         name = normalize_precision(precision)
         if "16-" in name and not name.startswith("bf16"):
             check_fp16_supported()
@@ -62,8 +70,8 @@ class HPUFSDPPrecisionMixin:
 class HPUFSDPPrecision(HPUFSDPPrecisionMixin, FSDPPrecision):
     """Fabric precision for :class:`~lightning_hpu.fabric.HPUFSDPStrategy` (see the module docstring)."""
 
-    def __init__(self, precision: str = "32-true", scaler: Any | None = None) -> None:
-        name = self._init_for_hpu(precision, scaler)
+    def __init__(self, precision: str = "32-true", scaler: Any | None = None, *, device: str = HPU_DEVICE) -> None:
+        name = self._init_for_hpu(precision, scaler, device)
         self.precision = name  # Lightning checks the scaler against ``self.precision`` before setting it
         super().__init__(name, scaler=self._hpu_scaler)  # type: ignore[arg-type]
         self.scaler = self._hpu_scaler  # Lightning drops a scaler it is given (it keeps only the one it makes)

@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import Any, Literal, get_args
 
 import torch
-from lightning.fabric.plugins.precision.precision import Precision
+from lightning.fabric.plugins.precision.precision import _PRECISION_INPUT_INT, _PRECISION_INPUT_STR, Precision
 from lightning.fabric.plugins.precision.utils import _convert_fp_tensor, _DtypeContextManager
 from lightning.fabric.utilities.apply_func import apply_to_collection
 from lightning.fabric.utilities.rank_zero import rank_zero_warn
@@ -25,7 +25,9 @@ from typing_extensions import override
 from lightning_hpu.autocast_ops import set_autocast_op_lists
 from lightning_hpu.device_rules import check_fp8_supported, check_fp16_supported
 from lightning_hpu.fp8.engine import LayerFilter, make_recipe, replace_linear_layers
-from lightning_hpu.runtime import require_backend
+from lightning_hpu.migration import HPU_DEVICE, check_device
+from lightning_hpu.runtime import HPUConfigurationError, require_backend
+from lightning_hpu.suggestions import closest_name
 
 HPUPrecisionInput = Literal["32-true", "bf16-mixed", "16-mixed", "bf16-true", "16-true", "fp8", "fp8-float16"]
 
@@ -56,9 +58,13 @@ def normalize_precision(precision: Any) -> str:
     """The full precision name for ``precision`` (accepting Lightning's aliases), or a clear error."""
     name = PRECISION_ALIASES.get(str(precision), str(precision))
     if name not in _DTYPES:
-        raise ValueError(
-            f"`precision={precision!r}` is not supported on HPU: use one of {', '.join(get_args(HPUPrecisionInput))}"
-            " (Lightning's 'transformer-engine' means 'fp8')."
+        # A misspelling gets the closest HPU name; a name Lightning knows (such as "64-true") is no misspelling.
+        misspelt = str(precision) not in map(str, get_args(_PRECISION_INPUT_STR) + get_args(_PRECISION_INPUT_INT))
+        guess = closest_name(str(precision), [*_DTYPES, *PRECISION_ALIASES]) if misspelt else None
+        hint = f" (did you mean {guess!r}?)" if guess is not None else ""
+        raise HPUConfigurationError(
+            f"`precision={precision!r}` is not supported on HPU{hint}: use one of"
+            f" {', '.join(get_args(HPUPrecisionInput))} (Lightning's 'transformer-engine' means 'fp8')."
         )
     return name
 
@@ -78,17 +84,20 @@ class HPUPrecision(Precision):
             (``{"margin": 0, "interval": 1, "fp8_format": "HYBRID"}``); the engine's default when ``None``.
         fp8_layer_filter: fp8 only: ``(qualified_name, layer) -> bool`` choosing which ``nn.Linear`` layers run in
             fp8; all of them when ``None``.
+        device: lightning-habana's argument, accepted as ``"hpu"`` only (the plugin always runs on the HPU).
     """
 
     def __init__(
         self,
         precision: HPUPrecisionInput | str = "32-true",
+        device: str = HPU_DEVICE,
         *,
         autocast_lower_precision_ops: Sequence[str] | None = None,
         autocast_fp32_ops: Sequence[str] | None = None,
         fp8_recipe: Any | Mapping[str, Any] | None = None,
         fp8_layer_filter: LayerFilter | None = None,
     ) -> None:
+        check_device(device)
         name = normalize_precision(precision)
         self.precision = name  # type: ignore[assignment]
         self._dtype = _DTYPES[name]
@@ -96,14 +105,16 @@ class HPUPrecision(Precision):
         if not is_fp8:
             for argument, value in (("fp8_recipe", fp8_recipe), ("fp8_layer_filter", fp8_layer_filter)):
                 if value is not None:
-                    raise ValueError(f"`{argument}` applies to precision='fp8' only, but precision={name!r}.")
+                    raise HPUConfigurationError(
+                        f"`{argument}` applies to precision='fp8' only, but precision={name!r}."
+                    )
         if not self.uses_autocast:
             for argument, ops in (
                 ("autocast_lower_precision_ops", autocast_lower_precision_ops),
                 ("autocast_fp32_ops", autocast_fp32_ops),
             ):
                 if ops is not None:
-                    raise ValueError(
+                    raise HPUConfigurationError(
                         f"`{argument}` needs autocast, but precision={name!r} does not use it;"
                         " use 'bf16-mixed', '16-mixed' or 'fp8'."
                     )
@@ -113,6 +124,9 @@ class HPUPrecision(Precision):
             check_fp16_supported()
         self.fp8_recipe: Any = None
         self._fp8_layer_filter = fp8_layer_filter
+        #: Whether converting the module swaps its ``nn.Linear`` layers (lightning-habana's
+        #: ``convert_modules(replace_layers=False)`` turns it off: only the engine's own layers then run in fp8).
+        self.fp8_replace_layers = True
         #: Qualified names of the layers that run in fp8, filled by :meth:`convert_module`.
         self.fp8_layers: list[str] = []
         if is_fp8:
@@ -158,7 +172,8 @@ class HPUPrecision(Precision):
         """Swap the selected ``nn.Linear`` layers in place for the engine's, keeping their parameters."""
         engine = self._engine()
         device = require_backend().torch_device()
-        module, _ = replace_linear_layers(module, engine, device, self._fp8_layer_filter)
+        if self.fp8_replace_layers:
+            module, _ = replace_linear_layers(module, engine, device, self._fp8_layer_filter)
         self.fp8_layers = [name for name, layer in module.named_modules() if isinstance(layer, engine.Linear)]
         if not self.fp8_layers:
             rank_zero_warn(
@@ -166,6 +181,23 @@ class HPUPrecision(Precision):
                 " (check `fp8_layer_filter`); the model runs in bf16 autocast only."
             )
         return module
+
+    def convert_modules(
+        self,
+        module: Module,
+        inference: bool = False,
+        replace_layers: bool = False,
+        recipe: Any | Mapping[str, Any] | None = None,
+        quant: bool | str | Mapping[str, Any] | None = True,
+        fp8_data_path: str | None = None,
+    ) -> Module:
+        """lightning-habana's fp8 conversion, for code that calls it (:func:`lightning_hpu.migration.convert_modules`).
+
+        Not needed otherwise: with ``precision="fp8"`` the Trainer and Fabric convert the model themselves.
+        """
+        from lightning_hpu import migration
+
+        return migration.convert_modules(self, module, inference, replace_layers, recipe, quant, fp8_data_path)
 
     @override
     def tensor_init_context(self) -> AbstractContextManager:

@@ -54,6 +54,8 @@ class SingleHPUStrategy(FabricHPUStrategyHooks, SingleDeviceStrategy):
     @override
     def register_strategies(cls, strategy_registry: _StrategyRegistry) -> None:
         strategy_registry.register(cls.strategy_name, cls, description=f"{cls.__name__}: one HPU")
+        # lightning-habana's Fabric name for it.
+        strategy_registry.register("single_hpu", cls, description=f"{cls.__name__}: one HPU (lightning-habana's name)")
 
 
 class _FastDDPBackwardSyncControl(_BackwardSyncControl):

@@ -16,20 +16,29 @@ from lightning.pytorch import Callback, LightningModule, Trainer
 from typing_extensions import override
 
 from lightning_hpu.device_rules import check_fp8_supported
-from lightning_hpu.fp8.inference import fp8_finish_measurement, fp8_measure, fp8_quantize
+from lightning_hpu.fp8.inference import fp8_finish_measurement, fp8_measure, fp8_quantize, quantization_api
 
 Fp8InferenceMode = Literal["measure", "quantize"]
 
 #: The packaged INC config of each mode.
 DEFAULT_CONFIGS: dict[str, str] = {"measure": "maxabs_measure.json", "quantize": "maxabs_quant.json"}
 
-#: Where the statistics go under the Trainer's ``default_root_dir`` (INC adds its own suffixes to this prefix).
+#: Where the statistics go under the run's log root (INC adds its own suffixes to this prefix).
 DEFAULT_STATS_PREFIX = Path("fp8_stats") / "measure"
+
+#: The log root of a Trainer without a logger: where Lightning's default loggers would write.
+_DEFAULT_LOG_ROOT = "lightning_logs"
 
 
 def default_config(mode: Fp8InferenceMode) -> Path:
     """The path of the packaged maxabs INC config for ``mode``."""
     return Path(str(resources.files("lightning_hpu.fp8") / "configs" / DEFAULT_CONFIGS[mode]))
+
+
+def log_root(trainer: Trainer) -> Path:
+    """The run's unversioned log directory: the logger's ``root_dir``, else ``<default_root_dir>/lightning_logs``."""
+    root = getattr(trainer.logger, "root_dir", None)
+    return Path(root) if root else Path(trainer.default_root_dir) / _DEFAULT_LOG_ROOT
 
 
 class HPUFp8Inference(Callback):
@@ -45,7 +54,9 @@ class HPUFp8Inference(Callback):
             earlier measure run before the first batch.
         config: an INC JSON config (its ``mode`` must match); the packaged maxabs config by default.
         dump_stats_path: where the statistics are written and read (INC's ``dump_stats_path`` prefix); by default
-            ``<default_root_dir>/fp8_stats/measure``, the same for both runs (the versioned ``log_dir`` is not).
+            ``fp8_stats/measure`` under the logger's root directory (``<default_root_dir>/lightning_logs`` for
+            Lightning's default loggers, or without a logger), the same for both runs (the versioned ``log_dir``
+            is not), never the working directory itself.
     """
 
     def __init__(
@@ -66,7 +77,7 @@ class HPUFp8Inference(Callback):
         """The ``dump_stats_path`` this run uses."""
         if self.dump_stats_path is not None:
             return self.dump_stats_path
-        return Path(trainer.default_root_dir) / DEFAULT_STATS_PREFIX
+        return log_root(trainer) / DEFAULT_STATS_PREFIX
 
     @override
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
@@ -74,6 +85,7 @@ class HPUFp8Inference(Callback):
         check_fp8_supported()
 
     def _start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        quantization_api()  # INC missing: fail before anything is written
         prefix = self.stats_prefix(trainer)
         prefix.parent.mkdir(parents=True, exist_ok=True)
         settings: dict[str, Any] = json.loads(self.config.read_text())

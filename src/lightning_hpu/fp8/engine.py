@@ -22,11 +22,12 @@ LayerFilter = Callable[[str, nn.Linear], bool]
 
 
 def make_recipe(te: ModuleType, fp8_recipe: Any | Mapping[str, Any] | None) -> Any:
-    """The ``DelayedScaling`` recipe for ``fp8_recipe``: the engine's default, a recipe, or its keyword arguments.
+    """The ``DelayedScaling`` recipe for ``fp8_recipe``: the engine's default (``None`` or the class), a recipe, or
+    its keyword arguments.
 
     In a mapping, ``fp8_format`` may be the format's name (``"E5M2"``, ``"HYBRID"``, ``"E4M3"``).
     """
-    if fp8_recipe is None:
+    if fp8_recipe is None or fp8_recipe is te.recipe.DelayedScaling:  # the class itself: its defaults
         return te.recipe.DelayedScaling()
     if isinstance(fp8_recipe, te.recipe.DelayedScaling):
         return fp8_recipe
@@ -44,7 +45,7 @@ def make_recipe(te: ModuleType, fp8_recipe: Any | Mapping[str, Any] | None) -> A
     try:
         return te.recipe.DelayedScaling(**kwargs)
     except TypeError as err:
-        raise ValueError(f"`fp8_recipe={fp8_recipe!r}` is not valid for DelayedScaling: {err}") from err
+        raise ValueError(f"`fp8_recipe={fp8_recipe!r}` is not valid for DelayedScaling: {err}") from None
 
 
 def _engine_linear(te: ModuleType, layer: nn.Linear, device: torch.device) -> nn.Module:

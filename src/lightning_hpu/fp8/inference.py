@@ -30,7 +30,7 @@ def quantization_api() -> ModuleType:
         raise HPUFeatureUnavailableError(
             f"fp8 inference needs Intel Neural Compressor ({_INC_MODULE}), which failed to import ({err});"
             " install it on your Gaudi machine with `pip install neural-compressor-pt`."
-        ) from err
+        ) from None
 
 
 def load_fp8_config(config: str | Path | Any, expected_mode: str) -> Any:

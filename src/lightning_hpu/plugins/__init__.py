@@ -1,5 +1,6 @@
 """HPU plugins: checkpoint IO and precision (also under DeepSpeed)."""
 
+from lightning_hpu.plugins.async_checkpoint_io import HPUAsyncCheckpointIO
 from lightning_hpu.plugins.checkpoint_io import HPUCheckpointIO
 from lightning_hpu.plugins.deepspeed_precision import HPUDeepSpeedPrecisionPlugin
 from lightning_hpu.plugins.fsdp_precision import HPUFSDPPrecisionPlugin
@@ -7,6 +8,7 @@ from lightning_hpu.plugins.model_parallel_precision import HPUModelParallelPreci
 from lightning_hpu.plugins.precision import HPUPrecisionPlugin
 
 __all__ = [
+    "HPUAsyncCheckpointIO",
     "HPUCheckpointIO",
     "HPUDeepSpeedPrecisionPlugin",
     "HPUFSDPPrecisionPlugin",

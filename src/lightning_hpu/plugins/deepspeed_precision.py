@@ -20,4 +20,5 @@ class HPUDeepSpeedPrecisionPlugin(FP8DeepSpeedPrecisionHooks, DeepSpeedPrecision
         precision: a Lightning DeepSpeed precision, ``"fp8"`` or ``"fp8-float16"`` (or their Lightning names).
         fp8_recipe: fp8 only: the engine's ``DelayedScaling`` recipe or a dict of its arguments.
         fp8_layer_filter: fp8 only: ``(qualified_name, layer) -> bool`` choosing the layers that run in fp8.
+        device: lightning-habana's argument, accepted as ``"hpu"`` only.
     """

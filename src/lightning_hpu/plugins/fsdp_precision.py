@@ -11,6 +11,7 @@ from torch.optim import Optimizer
 from typing_extensions import override
 
 from lightning_hpu.fabric.fsdp_precision import HPUFSDPPrecisionMixin
+from lightning_hpu.migration import HPU_DEVICE
 
 
 class HPUFSDPPrecisionPlugin(HPUFSDPPrecisionMixin, FSDPPrecision):
@@ -21,8 +22,8 @@ class HPUFSDPPrecisionPlugin(HPUFSDPPrecisionMixin, FSDPPrecision):
     squared norms of every shard across processes before scaling, so the clip is the one a single device would do.
     """
 
-    def __init__(self, precision: str = "32-true", scaler: Any | None = None) -> None:
-        name = self._init_for_hpu(precision, scaler)
+    def __init__(self, precision: str = "32-true", scaler: Any | None = None, *, device: str = HPU_DEVICE) -> None:
+        name = self._init_for_hpu(precision, scaler, device)
         self.precision = name  # Lightning checks the scaler against ``self.precision`` before setting it
         super().__init__(name, scaler=self._hpu_scaler)  # type: ignore[arg-type]
         self.scaler = self._hpu_scaler  # Lightning drops a scaler it is given (it keeps only the one it makes)

@@ -12,6 +12,7 @@ from typing_extensions import override
 
 from lightning_hpu.fabric.precision import HPUPrecision, HPUPrecisionInput
 from lightning_hpu.fp8.engine import LayerFilter
+from lightning_hpu.migration import HPU_DEVICE
 from lightning_hpu.optimizers import clip_grad_norm
 
 
@@ -30,11 +31,13 @@ class HPUPrecisionPlugin(Precision, HPUPrecision):
         autocast_fp32_ops: aten ops autocast runs in fp32, replacing the bridge's list.
         fp8_recipe: fp8 only: a ``DelayedScaling`` recipe or a dict of its arguments.
         fp8_layer_filter: fp8 only: ``(qualified_name, layer) -> bool`` choosing the ``nn.Linear`` layers run in fp8.
+        device: lightning-habana's argument, accepted as ``"hpu"`` only.
     """
 
     def __init__(
         self,
         precision: HPUPrecisionInput | str = "32-true",
+        device: str = HPU_DEVICE,
         *,
         autocast_lower_precision_ops: Sequence[str] | None = None,
         autocast_fp32_ops: Sequence[str] | None = None,
@@ -44,6 +47,7 @@ class HPUPrecisionPlugin(Precision, HPUPrecision):
         HPUPrecision.__init__(
             self,
             precision,
+            device,
             autocast_lower_precision_ops=autocast_lower_precision_ops,
             autocast_fp32_ops=autocast_fp32_ops,
             fp8_recipe=fp8_recipe,

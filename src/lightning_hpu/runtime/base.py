@@ -47,12 +47,27 @@ class GraphHandle(Protocol):
     def reset(self) -> None: ...
 
 
-class HPUNotAvailableError(RuntimeError):
+class UserErrorRecord:
+    """Mixin of the errors for a user's mistake or machine: the latest message is kept, so that a script can still
+    say it in one line when a library re-raises it inside its own error (jsonargparse does, in LightningCLI)."""
+
+    latest_message: str | None = None
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        UserErrorRecord.latest_message = str(self)
+
+
+class HPUNotAvailableError(UserErrorRecord, RuntimeError):
     """Raised when HPU was asked for but neither a Gaudi nor the CPU stand-in is there."""
 
 
-class HPUFeatureUnavailableError(RuntimeError):
+class HPUFeatureUnavailableError(UserErrorRecord, RuntimeError):
     """Raised when a feature needs a package of the Gaudi software stack (e.g. the fp8 engine) that is missing."""
+
+
+class HPUConfigurationError(UserErrorRecord, ValueError):
+    """Raised when an argument or environment variable cannot work on HPU; the message names it and the fix."""
 
 
 def generation_rank(device_name: str) -> int:

@@ -1,8 +1,8 @@
 """The Gaudi backend: the only module of the package that imports ``habana_frameworks``.
 
-Every call here is one listed in shared/reference/habana-bridge-api.md; mypy checks them against the typed stub in
-``typings/habana_frameworks``. Importing this module imports the bridge, so it is imported only once a Gaudi
-backend has been chosen (see :func:`lightning_hpu.runtime.get_backend`).
+Every call here is one listed in docs/bridge-api.md (which also says what Intel Gaudi 1.23 and 1.24 changed); mypy
+checks them against the typed stub in ``typings/habana_frameworks``. Importing this module imports the bridge, so it
+is imported only once a Gaudi backend has been chosen (see :func:`lightning_hpu.runtime.get_backend`).
 """
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ class BridgeBackend(HPUBackend):
                 "fp8 training needs the Intel Gaudi Transformer Engine"
                 " (habana_frameworks.torch.hpex.experimental.transformer_engine), which failed to import"
                 f" ({err}); install the intel_transformer_engine package of your Gaudi software release."
-            ) from err
+            ) from None
         return te
 
     def profiler_activities(self) -> list[Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from lightning_hpu.runtime.base import GAUDI_GENERATIONS
+from lightning_hpu.runtime.base import GAUDI_GENERATIONS, HPUConfigurationError
 
 BACKEND_ENV = "LIGHTNING_HPU_BACKEND"
 CPU_DEVICES_ENV = "LIGHTNING_HPU_CPU_DEVICES"
@@ -21,7 +21,7 @@ def requested_backend() -> str | None:
     if not value:
         return None
     if value not in BACKEND_CHOICES:
-        raise ValueError(
+        raise HPUConfigurationError(
             f"{BACKEND_ENV}={os.environ[BACKEND_ENV]!r} is not a backend: set it to 'cpu' for the CPU stand-in,"
             f" to 'hpu' for a Gaudi, or unset it to detect a Gaudi."
         )
@@ -36,7 +36,7 @@ def cpu_device_count() -> int:
     except ValueError:
         count = 0
     if count < 1:
-        raise ValueError(f"{CPU_DEVICES_ENV}={raw!r} must be a positive integer, e.g. {CPU_DEVICES_ENV}=2.")
+        raise HPUConfigurationError(f"{CPU_DEVICES_ENV}={raw!r} must be a positive integer, e.g. {CPU_DEVICES_ENV}=2.")
     return count
 
 
@@ -44,7 +44,7 @@ def cpu_device_name() -> str:
     """Emulated Gaudi generation of the stand-in (``LIGHTNING_HPU_CPU_DEVICE_NAME``, default GAUDI2)."""
     raw = os.environ.get(CPU_DEVICE_NAME_ENV, "GAUDI2").strip().upper()
     if raw not in GAUDI_GENERATIONS:
-        raise ValueError(
+        raise HPUConfigurationError(
             f"{CPU_DEVICE_NAME_ENV}={os.environ[CPU_DEVICE_NAME_ENV]!r} is not a Gaudi generation:"
             f" use one of {', '.join(GAUDI_GENERATIONS)}."
         )
@@ -77,7 +77,7 @@ def visible_modules(installed: int) -> list[int]:
     except ValueError:
         modules = []
     if not modules or any(module < 0 for module in modules) or len(set(modules)) != len(modules):
-        raise ValueError(
+        raise HPUConfigurationError(
             f"{VISIBLE_MODULES_ENV}={raw!r} is not a list of HPU module ids: use distinct non-negative integers"
             f" separated by commas, e.g. {VISIBLE_MODULES_ENV}=2,3."
         )
@@ -90,7 +90,7 @@ def bound_module() -> int | None:
     if not raw:
         return None
     if not raw.isdigit():
-        raise ValueError(f"{MODULE_ID_ENV}={raw!r} must be an HPU module id such as 0, or unset.")
+        raise HPUConfigurationError(f"{MODULE_ID_ENV}={raw!r} must be an HPU module id such as 0, or unset.")
     return int(raw)
 
 

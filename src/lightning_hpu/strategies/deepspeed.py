@@ -57,6 +57,33 @@ _SHM_COMM_OP = "deepspeed_shm_comm"
 
 _FP16_PRECISIONS = ("16-mixed", "16-true")
 _PRECISION_DTYPES = {"bf16-mixed": torch.bfloat16, "bf16-true": torch.bfloat16, "16-mixed": torch.float16}
+#: The dtype Lightning's DeepSpeed precision casts the inputs to, per precision.
+_INPUT_DTYPES = {**_PRECISION_DTYPES, "16-true": torch.float16, "32-true": torch.float32, "32": torch.float32}
+
+
+def mixed_inference_dtype(inference_config: Mapping[str, Any], precision: str) -> torch.dtype | None:
+    """The autocast dtype that reconciles fp32 inference weights with a mixed precision, ``None`` if none is needed.
+
+    ``deepspeed.init_inference(dtype=torch.float)`` keeps the weights in fp32 while a ``"-mixed"`` precision feeds
+    bf16 (fp16) inputs; as lightning-habana did on a Gaudi, the predict steps then run under HPU autocast in the
+    precision's dtype: fp32 weights, low-precision compute, which is what the mixed precision means. Any other
+    weight dtype that differs from the inputs' cannot work together and is refused by :func:`check_inference_dtype`.
+    """
+    if inference_config.get("dtype") == torch.float32 and precision.endswith("-mixed"):
+        return _PRECISION_DTYPES.get(precision)
+    return None
+
+
+def check_inference_dtype(inference_config: Mapping[str, Any], precision: str) -> None:
+    """Refuse an inference ``dtype`` that the precision's inputs cannot be multiplied with, naming the fix."""
+    dtype = inference_config.get("dtype")
+    inputs = _INPUT_DTYPES.get(precision)
+    if dtype is None or inputs is None or dtype == inputs or mixed_inference_dtype(inference_config, precision):
+        return
+    raise ValueError(
+        f"DeepSpeed inference `dtype={dtype}` cannot run with precision={precision!r}, which feeds {inputs} inputs"
+        f" to the {dtype} weights: pass dtype={inputs} (or leave dtype out), or the precision of {dtype}."
+    )
 
 
 def select_deepspeed_accelerator() -> str:
@@ -215,6 +242,7 @@ def check_deepspeed_for_device(
         check_fp16_supported()
     if inference_config.get("dtype") == torch.float16:
         check_fp16_supported()
+    check_inference_dtype(inference_config, precision)
     tp_size = (inference_config.get("tensor_parallel") or {}).get("tp_size", 1)
     if tp_size > 1 and generation < 2:
         raise ValueError(
@@ -223,11 +251,19 @@ def check_deepspeed_for_device(
         )
     zero = config.get("zero_optimization") or {}
     if zero.get("stage") == 3 and generation == 2:
-        rank_zero_warn(
-            "DeepSpeed ZeRO stage 3 on Gaudi2 needs an Intel Gaudi software release that supports it (older"
-            " releases do not); if DeepSpeed fails, use stage 2 or update the Gaudi software and DeepSpeed fork."
-        )
+        rank_zero_warn(_zero3_on_gaudi2_caveat(standin=require_backend().name == "cpu"))
     _check_nvme_offload(zero)
+
+
+def _zero3_on_gaudi2_caveat(standin: bool) -> str:
+    """The Gaudi2 software caveat for ZeRO-3; on the stand-in it says it is about the real Gaudi2, not this run."""
+    caveat = (
+        "DeepSpeed ZeRO stage 3 on Gaudi2 needs an Intel Gaudi software release that supports it (older releases"
+        " do not); if DeepSpeed fails, use stage 2 or update the Gaudi software and DeepSpeed fork."
+    )
+    if standin:
+        return f"The CPU stand-in emulates a Gaudi2 and runs ZeRO stage 3, but on a real Gaudi2: {caveat}"
+    return caveat
 
 
 def prepare_hccl_for_deepspeed(world_size: int, global_rank: int, local_rank: int) -> None:
@@ -393,6 +429,15 @@ class HPUDeepSpeedStrategy(HPUStrategyHooks, HCCLCollectiveOps, DeepSpeedStrateg
         config.setdefault("dtype", _PRECISION_DTYPES.get(str(self.precision_plugin.precision), torch.float32))
         model.to(self.root_device)
         self.model = deepspeed.init_inference(model, config=config)
+
+    @override
+    def predict_step(self, *args: Any, **kwargs: Any) -> Any:
+        # fp32 inference weights under a mixed precision: compute in its dtype, as the precision means.
+        dtype = mixed_inference_dtype(self.inference_config, str(self.precision_plugin.precision))
+        if dtype is None:
+            return super().predict_step(*args, **kwargs)
+        with torch.autocast(require_backend().autocast_device_type, dtype=dtype):
+            return super().predict_step(*args, **kwargs)
 
     def _initialize_inference_engine(self, model: Module) -> None:
         """Predict with a DeepSpeed engine without optimizer: the precision and ZeRO-3 settings of training."""

@@ -39,7 +39,7 @@ class HPUFSDPStrategy(HPUStrategyHooks, HCCLCollectiveOps, FSDPStrategy):
     * ``precision`` maps onto FSDP's mixed precision (:class:`~lightning_hpu.HPUFSDPPrecisionPlugin`), and clipping
       by norm works across shards;
     * eager mode only (``PT_HPU_LAZY_MODE`` unset or ``0``): Intel runs FSDP on Gaudi eagerly;
-    * ``sharding_strategy="HYBRID_SHARD"`` needs ``num_nodes >= 2``.
+    * ``sharding_strategy="HYBRID_SHARD"`` on one node runs as ``FULL_SHARD`` (with a warning), as in torch.
     """
 
     strategy_name = "hpu_fsdp"

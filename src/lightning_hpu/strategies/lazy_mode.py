@@ -19,6 +19,7 @@ from lightning.fabric.plugins.io.checkpoint_io import CheckpointIO
 from lightning.fabric.strategies.strategy import Strategy as FabricStrategy
 from lightning.fabric.utilities.cloud_io import _is_local_file_protocol
 from lightning.fabric.utilities.types import Optimizable
+from lightning.pytorch.plugins.io.wrapper import _WrappingCheckpointIO
 from lightning.pytorch.strategies.strategy import Strategy
 from lightning.pytorch.utilities.types import STEP_OUTPUT
 from torch import Tensor
@@ -55,8 +56,7 @@ class HPUStrategyHooks(Strategy):
     @property
     @override
     def checkpoint_io(self) -> CheckpointIO:
-        if self._checkpoint_io is None:
-            self._checkpoint_io = HPUCheckpointIO()
+        self._checkpoint_io = _with_hpu_checkpoint_io(self._checkpoint_io)
         return self._checkpoint_io
 
     @checkpoint_io.setter
@@ -114,8 +114,7 @@ class FabricHPUStrategyHooks(FabricStrategy):
     @property
     @override
     def checkpoint_io(self) -> CheckpointIO:
-        if self._checkpoint_io is None:
-            self._checkpoint_io = HPUCheckpointIO()
+        self._checkpoint_io = _with_hpu_checkpoint_io(self._checkpoint_io)
         return self._checkpoint_io
 
     @checkpoint_io.setter
@@ -132,6 +131,16 @@ class FabricHPUStrategyHooks(FabricStrategy):
         output = super().optimizer_step(optimizer, **kwargs)
         mark_step()
         return output
+
+
+def _with_hpu_checkpoint_io(io: CheckpointIO | None) -> CheckpointIO:
+    """``io``, with :class:`HPUCheckpointIO` where it is missing: as the default, and inside a wrapper such as
+    Lightning's ``AsyncCheckpointIO()`` that was given no IO to wrap."""
+    if io is None:
+        return HPUCheckpointIO()
+    if isinstance(io, _WrappingCheckpointIO) and io.checkpoint_io is None:
+        io.checkpoint_io = HPUCheckpointIO()
+    return io
 
 
 def _refuse_compiled_model_in_lazy_mode(trainer: pl.Trainer) -> None:

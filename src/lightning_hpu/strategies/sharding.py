@@ -9,7 +9,8 @@
   (the HPU of a process is the unindexed ``hpu`` device, which ``init_process_group`` refuses as one).
 * **Reduce ops.** FSDP1 reduces gradients with ``SUM`` and divide factors already; FSDP2 sends ``AVG`` for fp32 and
   bf16 unless told otherwise, so :func:`force_sum_reduction` switches every ``fully_shard`` module to ``SUM``.
-* **Checks** of the arguments that would fail only after minutes of setup (:func:`check_before_launch`).
+* **Checks** of the arguments that would fail only after minutes of setup (:func:`check_before_launch`), and a
+  warning for a hybrid sharding strategy on one node.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 import torch
+from lightning.fabric.utilities.rank_zero import rank_zero_warn
 from torch.nn import Module
 
 from lightning_hpu.runtime import require_backend
 
-#: FSDP sharding strategies that shard within a node and replicate across nodes: they need several nodes.
+#: FSDP sharding strategies that shard within a node and replicate across nodes.
 MULTI_NODE_SHARDING = frozenset({"HYBRID_SHARD", "_HYBRID_SHARD_ZERO2"})
 
 
@@ -41,12 +43,18 @@ def sharding_strategy_name(sharding_strategy: Any) -> str:
 
 
 def check_sharding_strategy(sharding_strategy: Any, num_nodes: int) -> None:
-    """Refuse a hybrid (shard within a node, replicate across nodes) strategy when there is only one node."""
+    """Warn that a hybrid strategy (shard within a node, replicate across nodes) on one node only shards.
+
+    torch's FSDP accepts it: with nothing to replicate across, it shards over the node's devices as ``FULL_SHARD``
+    does (``_HYBRID_SHARD_ZERO2``: as ``SHARD_GRAD_OP``), and so does the strategy, whose device mesh is then
+    ``(1, devices)``.
+    """
     name = sharding_strategy_name(sharding_strategy)
     if name in MULTI_NODE_SHARDING and num_nodes < 2:
-        raise ValueError(
-            f"sharding_strategy={name!r} replicates across nodes, but num_nodes={num_nodes}; use"
-            " sharding_strategy='FULL_SHARD' on one node, or run on several nodes."
+        same = "SHARD_GRAD_OP" if name == "_HYBRID_SHARD_ZERO2" else "FULL_SHARD"
+        rank_zero_warn(
+            f"sharding_strategy={name!r} on one node shards over its devices and replicates nothing: it runs as"
+            f" sharding_strategy={same!r}."
         )
 
 

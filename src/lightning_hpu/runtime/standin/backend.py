@@ -22,7 +22,7 @@ from torch.optim import Optimizer
 
 from lightning_hpu.runtime import settings
 from lightning_hpu.runtime.standin import device as hpu_device
-from lightning_hpu.runtime.base import MEMORY_STAT_KEYS, GraphHandle, HPUBackend, HPUFeatureUnavailableError
+from lightning_hpu.runtime.base import MEMORY_STAT_KEYS, GraphHandle, HPUBackend
 
 if TYPE_CHECKING:
     from lightning_hpu.runtime.standin.lazy_graph_cache import LazyGraphCacheModel
@@ -288,11 +288,11 @@ class CPUStandInBackend(HPUBackend):
         return FusedClipNorm(params, max_norm).clip_norm(params)
 
     def transformer_engine(self) -> ModuleType:
-        raise HPUFeatureUnavailableError(
-            "fp8 training needs the Intel Gaudi Transformer Engine, which runs only on a Gaudi2 or later with the"
-            " Gaudi software stack; the CPU stand-in has no fp8 kernels. Use precision='bf16-mixed' here, or run"
-            " on a Gaudi."
-        )
+        # The emulated engine: fp8 by quantize-dequantize with the recipe's scaling (refused on a GAUDI by its
+        # fp8_autocast, and before that by the package's generation check).
+        from lightning_hpu.runtime.standin.emulation import transformer_engine
+
+        return transformer_engine
 
     def profiler_activities(self) -> list[Any]:
         # The CPU is the device here: its activity is the only one there is to record.

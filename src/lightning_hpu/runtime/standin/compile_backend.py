@@ -26,8 +26,16 @@ from lightning_hpu.runtime.compile_backend import (
     check_options,
     lazy_mode_refusal,
 )
+from lightning_hpu.runtime.standin import dynamic_shapes
 
 _lock = threading.Lock()
+
+
+def _recipe_key(code: str, signature: tuple[Any, ...]) -> str:
+    """The recipe cache key of a compiled graph (its generated code) at concrete input shapes."""
+    from lightning_hpu.runtime.standin.recipe_store import RecipeStore
+
+    return RecipeStore.key("compiled", code, signature)
 
 
 def _standin_counters() -> Any:
@@ -39,23 +47,34 @@ def _standin_counters() -> Any:
 
 def _shape_signature(args: list[Any]) -> tuple[Any, ...]:
     """The concrete shapes (and integer sizes) a compiled graph is called with: what a device recipe is built for."""
+    if dynamic_shapes.enabled():  # one recipe serves every size of the graph's tensors
+        return tuple(len(arg.shape) for arg in args if isinstance(arg, torch.Tensor))
     return tuple(tuple(arg.shape) if isinstance(arg, torch.Tensor) else arg for arg in args if not callable(arg))
 
 
-def _counting_recipes(run: Callable[..., Any], counters: Any) -> Callable[..., Any]:
-    """``run`` (a boxed graph), counting one recipe per new concrete input-shape signature.
+def _counting_recipes(run: Callable[..., Any], counters: Any, code: str) -> Callable[..., Any]:
+    """``run`` (a boxed graph of source ``code``), counting one recipe per new concrete input-shape signature.
 
     Habana's graph compiler builds a recipe for static shapes (refined dynamic shapes are off by default), so a
     graph that TorchDynamo compiled once with symbolic sizes still costs the device a compilation for each new
-    shape it meets. ``counters.compiled_recipes`` counts those, the first shape included.
+    shape it meets. ``counters.compiled_recipes`` counts those, the first shape included, except recipes found in
+    the on-disk recipe cache (``PT_HPU_RECIPE_CACHE_CONFIG``, :mod:`.recipe_store`), which are loaded instead. With
+    dynamic shapes on, one recipe serves every size (:mod:`~lightning_hpu.runtime.standin.dynamic_shapes`).
     """
+    from lightning_hpu.runtime.standin.recipe_store import active_store
+
     seen: set[tuple[Any, ...]] = set()
 
     def run_counting(args: list[Any]) -> Any:
         signature = _shape_signature(args)
         if signature not in seen:
             seen.add(signature)
-            counters.compiled_recipes += 1
+            store = active_store()
+            key = _recipe_key(code, signature)
+            if store is None or not store.load(key):
+                counters.compiled_recipes += 1
+                if store is not None:
+                    store.store(key, code)
         return run(args)
 
     run_counting._boxed_call = True  # type: ignore[attr-defined]  # AOTAutograd's boxed calling convention
@@ -75,7 +94,7 @@ def _counting_compiler(kind: str) -> Callable[[torch.fx.GraphModule, list[Any]],
         if kind == "backward":
             counters.compiled_backward_graphs += 1
             return run
-        return _counting_recipes(run, counters)
+        return _counting_recipes(run, counters, graph.code)
 
     return compile_graph
 

@@ -2,7 +2,8 @@
 
 In lazy mode a Gaudi accumulates the ops issued between two step markers into one graph, and compiles it into a
 recipe unless a recipe for the same graph is cached. The cache key is the graph's signature: its ops and the shapes
-and dtypes of their inputs (dynamic shapes are off by default, ``PT_HPU_ENABLE_REFINE_DYNAMIC_SHAPES=0``). A
+and dtypes of their inputs (dynamic shapes are off by default, ``PT_HPU_ENABLE_REFINE_DYNAMIC_SHAPES=0``; with them on,
+only the ranks count, see :mod:`~lightning_hpu.runtime.standin.dynamic_shapes`). A
 host read (``.item()``) ends the graph early, as it forces the device to run what was accumulated.
 
 :class:`LazyGraphCacheModel` records the ops of each segment with a ``TorchDispatchMode`` and looks the finished
@@ -19,8 +20,9 @@ from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatc
 from torch.utils._pytree import tree_leaves
 
 from lightning_hpu.runtime.standin.backend import StandInCounters
+from lightning_hpu.runtime.standin.dynamic_shapes import shape_key
 
-_OpKey = tuple[Any, tuple[tuple[tuple[int, ...], torch.dtype], ...]]
+_OpKey = tuple[Any, tuple[tuple[Any, torch.dtype], ...]]
 
 #: Ops that make the device run the accumulated graph (a host read of a device value).
 _GRAPH_ENDING_OPS = frozenset({torch.ops.aten._local_scalar_dense.default})
@@ -37,7 +39,7 @@ class _SegmentRecorder(TorchDispatchMode):
         # Device work is aten ops; profiler ranges and other namespaces never reach the graph compiler.
         if func.namespace == "aten":
             inputs = tuple(
-                (tuple(leaf.shape), leaf.dtype)
+                (shape_key(tuple(leaf.shape)), leaf.dtype)
                 for leaf in tree_leaves((args, kwargs or {}))
                 if isinstance(leaf, torch.Tensor)
             )
@@ -91,6 +93,10 @@ class LazyGraphCacheModel:
             self._counters.lazy_graph_cache_hits += 1
             return
         ops = tuple(op for op, _ in signature)
+        if self._in_recipe_cache(signature):
+            self._cache.add(signature)
+            self._op_sequences.add(ops)
+            return
         if ops in self._op_sequences:
             self.last_reason = f"a new input shape or dtype for a graph of {len(ops)} ops seen before"
         else:
@@ -98,3 +104,17 @@ class LazyGraphCacheModel:
         self._cache.add(signature)
         self._op_sequences.add(ops)
         self._counters.lazy_graph_compilations += 1
+
+    @staticmethod
+    def _in_recipe_cache(signature: tuple[_OpKey, ...]) -> bool:
+        """Whether an earlier run left this graph's recipe in the on-disk cache (else it is stored there now)."""
+        from lightning_hpu.runtime.standin.recipe_store import RecipeStore, active_store
+
+        store = active_store()
+        if store is None:
+            return False
+        key = RecipeStore.key("lazy", tuple((str(op), inputs) for op, inputs in signature))
+        if store.load(key):
+            return True
+        store.store(key, f"{len(signature)} ops")
+        return False

@@ -16,6 +16,10 @@ saved on one means the same on the other:
 In lazy mode each marks steps where the bridge's does (``FusedAdamW``: before each group and after the step;
 ``FusedSGD``: at construction and around each group; ``FusedClipNorm``: before and after), through the active
 backend, so the stand-in counts them.
+
+All three run inside an HPU graph capture, as the bridge's device kernels do: the step computes with tensor ops
+only (no host reads). As on the bridge, the hyperparameters and ``FusedAdamW``'s bias-corrected step size are host
+values handed to the kernel, so a replay reuses the ones of the captured step.
 """
 
 from __future__ import annotations
@@ -54,6 +58,21 @@ def _grads_of(params: Iterable[Tensor], optimizer: str) -> list[tuple[Tensor, Te
             raise RuntimeError(f"{optimizer} does not support sparse gradients; use torch.optim.SparseAdam instead.")
         pairs.append((param, grad))
     return pairs
+
+
+#: Floating dtype promotion, worked out once at import: ``torch.promote_types`` dispatches as an aten op that
+#: returns a Python value, which an HPU graph capture refuses as a host sync. The bridge's fused kernels pick their
+#: compute dtype on the device side; this table lets the stand-in's step run inside a capture the same way.
+_FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+_PROMOTED: dict[tuple[torch.dtype, torch.dtype], torch.dtype] = {
+    (a, b): torch.promote_types(a, b) for a in _FLOATS for b in _FLOATS
+}
+
+
+def _compute_dtype(param: torch.dtype, moment: torch.dtype) -> torch.dtype:
+    """The dtype an update of a ``param`` parameter with ``moment`` moments is computed in (their promotion)."""
+    promoted = _PROMOTED.get((param, moment))
+    return promoted if promoted is not None else torch.promote_types(param, moment)
 
 
 def _moment_dtypes(moments_dtype: Any) -> tuple[torch.dtype | None, torch.dtype | None]:
@@ -125,7 +144,7 @@ class FusedAdamW(Optimizer):
             for param, grad in pairs:
                 state = self.state[param]
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                compute = torch.promote_types(param.dtype, exp_avg.dtype)
+                compute = _compute_dtype(param.dtype, exp_avg.dtype)
                 g = grad.to(compute)
                 exp_avg.mul_(beta1).add_(g, alpha=1.0 - beta1)
                 exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1.0 - beta2)

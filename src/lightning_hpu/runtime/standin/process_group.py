@@ -341,6 +341,16 @@ class HCCLStandInProcessGroup(dist.ProcessGroup):
             work.wait()
         return works[-1]
 
+    def reduce_scatter_tensor_coalesced(
+        self,
+        outputTensors: list[torch.Tensor],
+        inputTensors: list[torch.Tensor],
+        opts: dist.ReduceScatterOptions | None = None,
+    ) -> dist.Work:
+        # The name torch 2.9 uses (its ``_coalescing_manager`` and its C++ trampoline call this one; torch 2.13 calls
+        # ``reduce_scatter_single_coalesced``): without it, torch 2.9 reduce-scattered coalesced tensors unchecked.
+        return self.reduce_scatter_single_coalesced(outputTensors, inputTensors, opts)
+
     # --- collectives without a reduce op: run by gloo directly ---------------------------------------
     # Left to ``ProcessGroup``'s C++ implementation, broadcast and allgather deadlock now and then on
     # torch 2.13 (seen within a few hundred calls between two processes); calling gloo avoids it.

@@ -230,7 +230,11 @@ def set_rng_state(new_state: torch.Tensor, device: _Device = "hpu") -> None:
 
 
 def __getattr__(name: str) -> Any:
-    """The graph API, in lazy mode only."""
+    """The graph API, in lazy mode only; the ``graphs`` and ``metrics`` submodules, imported on first use."""
+    if name in SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"habana_frameworks.torch.hpu.{name}")
     if name not in GRAPH_API:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from lightning_hpu import hpu_graphs
@@ -241,6 +245,42 @@ def __getattr__(name: str) -> Any:
     except HPUGraphsUnavailableError as err:
         raise AttributeError(f"habana_frameworks.torch.hpu has no attribute {name!r} in eager mode: {err}") from None
     return getattr(hpu_graphs, name)
+
+
+# --- bridge switches beyond devices and memory --------------------------------------------------------------------
+#: The bridge's ``hpu`` package has these submodules (``metrics`` starts the stand-in's compilation counting).
+SUBMODULES = ("graphs", "metrics")
+
+
+def enable_dynamic_shape() -> None:
+    """Compile graphs for ranges of sizes: new sizes of a known graph no longer count as recompilations."""
+    from lightning_hpu.runtime.standin import dynamic_shapes
+
+    dynamic_shapes.set_enabled(True)
+
+
+def disable_dynamic_shape() -> None:
+    """Compile graphs for their concrete sizes (the default): each new size counts as a recompilation."""
+    from lightning_hpu.runtime.standin import dynamic_shapes
+
+    dynamic_shapes.set_enabled(False)
+
+
+def get_dynamic_shape_status() -> bool:
+    """Whether dynamic shapes are on (the last switch, else ``PT_HPU_ENABLE_REFINE_DYNAMIC_SHAPES``)."""
+    from lightning_hpu.runtime.standin import dynamic_shapes
+
+    return dynamic_shapes.enabled()
+
+
+def is_autocast_hpu_enabled() -> bool:
+    """Whether the device's autocast is active on this thread (``torch.autocast(device_type="hpu")``)."""
+    return torch.is_autocast_enabled("hpu")
+
+
+def get_autocast_hpu_dtype() -> torch.dtype:
+    """The dtype the device's autocast lowers to (bf16 unless a region chose another)."""
+    return torch.get_autocast_dtype("hpu")
 
 
 # Importing this module (as ``torch.hpu``, or through ``habana_frameworks``) makes the ``hpu`` device real.

@@ -4,7 +4,8 @@
 // PT_HPU_AUTOCAST_LOWER_PRECISION_OPS_LIST and PT_HPU_AUTOCAST_FP32_OPS_LIST name (one op per line; each file
 // replaces its built-in list), else the built-in lists below, which are the defaults the Intel Gaudi documentation
 // gives ("Mixed Precision Training with PyTorch Autocast", docs.habana.ai). An op in several lists takes the first
-// of lower precision, fp32, promote. Casts are never cached, as on the bridge.
+// of lower precision, fp32, promote. As in the bridge, a normalization in the lower-precision list gets its input
+// lowered and keeps its weights ("lower first arg"). Casts are never cached, as on the bridge.
 #include "hpu_device.h"
 
 #include <ATen/autocast_mode.h>
@@ -36,11 +37,14 @@ const std::vector<std::string> kFp32Ops = {
     "multilabel_margin_loss", "nll_loss", "pdist", "poisson_nll_loss", "pow", "reciprocal", "renorm", "rsqrt",
     "sinh", "smooth_l1_loss", "soft_margin_loss", "softplus", "tan", "topk", "triplet_margin_loss", "true_divide"};
 
+// Of the lower-precision ops, the bridge casts only the input of the normalizations, not their weights.
+const std::unordered_set<std::string> kLowerFirstArgOps = {"batch_norm", "group_norm", "instance_norm", "layer_norm"};
+
 // The documentation does not list its promote ops; these are torch's own autocast promote ops.
 const std::vector<std::string> kPromoteOps = {"addcmul", "cat", "cross", "grid_sampler", "index_put",
                                               "scatter_add", "stack", "tensordot"};
 
-enum class Policy { LowerPrecision, Fp32, Promote };
+enum class Policy { LowerPrecision, LowerFirstArg, Fp32, Promote };
 
 bool eligible(const at::Tensor& tensor) {
   return tensor.defined() && tensor.device().type() == kHPU && tensor.is_floating_point() &&
@@ -80,7 +84,7 @@ void autocast_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const size_t count = op.schema().arguments().size();
   const size_t first = stack->size() - count;
   at::ScalarType dtype = at::kFloat;
-  if (policy == Policy::LowerPrecision) {
+  if (policy == Policy::LowerPrecision || policy == Policy::LowerFirstArg) {
     dtype = at::autocast::get_autocast_dtype(kHPU);
   } else if (policy == Policy::Promote) {
     dtype = at::autocast::get_autocast_dtype(kHPU);
@@ -92,7 +96,8 @@ void autocast_kernel(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       });
     }
   }
-  for (size_t i = first; i < stack->size(); ++i) {
+  const size_t last = policy == Policy::LowerFirstArg ? first + 1 : stack->size();
+  for (size_t i = first; i < last; ++i) {
     (*stack)[i] = cast((*stack)[i], dtype);
   }
   const c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::DispatchKey::AutocastHPU);
@@ -125,8 +130,14 @@ bool functional(const c10::OperatorName& name) {
 }
 
 template <Policy policy>
-void register_list(torch::Library& library, const std::vector<std::string>& ops, std::unordered_set<std::string>& taken) {
-  std::unordered_set<std::string> wanted(ops.begin(), ops.end());
+void register_list(torch::Library& library, const std::vector<std::string>& ops, std::unordered_set<std::string>& taken,
+                   const std::unordered_set<std::string>& excluded = {}) {
+  std::unordered_set<std::string> wanted;
+  for (const std::string& op : ops) {
+    if (excluded.count(op) == 0) {
+      wanted.insert(op);
+    }
+  }
   for (const c10::OperatorName& name : c10::Dispatcher::singleton().getAllOpNames()) {
     if (name.name.rfind("aten::", 0) != 0 || !functional(name)) {
       continue;
@@ -152,8 +163,9 @@ int register_autocast_ops() {
   g_autocast_ops = std::make_unique<torch::Library>(torch::Library::IMPL, "aten", c10::DispatchKey::AutocastHPU,
                                                     __FILE__, __LINE__);
   std::unordered_set<std::string> taken;
-  register_list<Policy::LowerPrecision>(
-      *g_autocast_ops, read_list("PT_HPU_AUTOCAST_LOWER_PRECISION_OPS_LIST", kLowerPrecisionOps), taken);
+  const std::vector<std::string> lower = read_list("PT_HPU_AUTOCAST_LOWER_PRECISION_OPS_LIST", kLowerPrecisionOps);
+  register_list<Policy::LowerPrecision>(*g_autocast_ops, lower, taken, kLowerFirstArgOps);
+  register_list<Policy::LowerFirstArg>(*g_autocast_ops, lower, taken);
   register_list<Policy::Fp32>(*g_autocast_ops, read_list("PT_HPU_AUTOCAST_FP32_OPS_LIST", kFp32Ops), taken);
   register_list<Policy::Promote>(*g_autocast_ops, kPromoteOps, taken);
   return static_cast<int>(taken.size());

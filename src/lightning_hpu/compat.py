@@ -1,0 +1,123 @@
+"""The torch, Lightning and Python versions lightning-hpu is tested with, and every difference between them it handles.
+
+Intel Gaudi software ships its own torch build (Intel Gaudi 1.23: torch 2.9; 1.24: torch 2.10), so the package
+runs on the torch of the user's image, not on one it picks. :data:`TESTED` is the matrix CI runs (README
+"Supported versions"; ``pyproject.toml`` states the same ranges): outside it, ``import lightning_hpu`` warns once
+(:func:`warn_if_untested`) and goes on. A version difference that needs a branch becomes a function here, named
+for the fact it tests and saying the versions it is for, so code never compares ``torch.__version__`` itself.
+
+The differences met so far, and where each is handled (none needs a branch yet):
+
+* torch 2.9 routes a coalesced tensor reduce-scatter (FSDP's ``_coalescing_manager``) through
+  ``ProcessGroup.reduce_scatter_tensor_coalesced``, torch 2.13 through ``reduce_scatter_single_coalesced``: the
+  stand-in's ``"hccl"`` group overrides both names, so HCCL's reduce-op check runs on every torch
+  (``runtime/standin/process_group.py``; no branch needed).
+* torch 2.9's ``mse_loss`` backward refuses inputs of two dtypes ("Found dtype BFloat16 but expected Float"), which
+  torch 2.13 accepts; under ``precision="bf16-true"`` the batch arrives in bf16, so a loss on a float32 output needs
+  both sides cast (``examples/precision.py`` does). User code, nothing for the package to change.
+
+Versions are compared by their release numbers only: Habana's torch builds carry local tags
+(``2.9.0+hpu.synapse.v1.23.0``) or pre-release tags (``2.9.0a0+git…``), and count as the release they are built
+from.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import warnings
+from dataclasses import dataclass
+
+import lightning
+import torch
+
+__all__ = [
+    "TESTED",
+    "UntestedVersionWarning",
+    "VersionRange",
+    "release",
+    "untested_versions",
+    "warn_if_untested",
+]
+
+
+def release(version: str) -> tuple[int, ...]:
+    """The release numbers of a version string: ``"2.9.0a0+git1234"`` -> ``(2, 9, 0)``, ``"3.11"`` -> ``(3, 11)``."""
+    match = re.match(r"\s*v?(\d+(?:\.\d+)*)", version)
+    if match is None:
+        raise ValueError(f"version={version!r} is not a version number; pass one such as '2.9.1'.")
+    return tuple(int(part) for part in match.group(1).split("."))
+
+
+@dataclass(frozen=True)
+class VersionRange:
+    """``lowest <= version < below``, compared by release numbers (missing trailing numbers count as 0)."""
+
+    name: str
+    lowest: str
+    below: str
+
+    def contains(self, version: str) -> bool:
+        """Whether ``version``'s release numbers lie in the range (pre-release and local tags are ignored)."""
+        number = _padded(release(version))
+        return _padded(release(self.lowest)) <= number < _padded(release(self.below))
+
+    @property
+    def specifier(self) -> str:
+        """The range as ``pyproject.toml`` writes it, e.g. ``>=2.9,<2.15``."""
+        return f">={self.lowest},<{self.below}"
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.specifier}"
+
+
+def _padded(numbers: tuple[int, ...]) -> tuple[int, ...]:
+    return numbers + (0,) * (3 - len(numbers))
+
+
+#: The tested matrix: torch from Intel Gaudi 1.23's 2.9 to 2.14 (the newest Lightning 2.6 runs with that CI
+#: installs), Lightning 2.6.x, Python 3.10 to 3.12. Intel Gaudi 1.22's torch 2.7 is not tested, so not in it.
+TESTED = (
+    VersionRange("torch", "2.9.0a0", "2.15"),
+    VersionRange("lightning", "2.6.0", "2.7"),
+    VersionRange("python", "3.10", "3.13"),
+)
+
+
+class UntestedVersionWarning(UserWarning):
+    """torch, Lightning or Python is outside the versions lightning-hpu is tested with."""
+
+
+def installed_versions() -> dict[str, str]:
+    """The versions of this environment, by the names :data:`TESTED` uses."""
+    return {
+        "torch": str(torch.__version__),
+        "lightning": lightning.__version__,
+        "python": ".".join(str(part) for part in sys.version_info[:3]),
+    }
+
+
+def untested_versions(versions: dict[str, str] | None = None) -> list[str]:
+    """The ``"name version"`` of each of ``versions`` (default: this environment's) outside :data:`TESTED`."""
+    found = installed_versions() if versions is None else versions
+    return [f"{r.name} {found[r.name]}" for r in TESTED if r.name in found and not r.contains(found[r.name])]
+
+
+_warned = False
+
+
+def warn_if_untested(versions: dict[str, str] | None = None) -> None:
+    """Warn once per process if torch, Lightning or Python is outside :data:`TESTED` (``import lightning_hpu`` calls
+    this); the package still runs."""
+    global _warned
+    outside = untested_versions(versions)
+    if not outside or _warned:
+        return
+    _warned = True
+    tested = ", ".join(str(r) for r in TESTED)
+    warnings.warn(
+        f"lightning-hpu is tested with {tested}; this environment has {', '.join(outside)}, outside that range,"
+        " so it may work but is untested (see the README's 'Supported versions').",
+        UntestedVersionWarning,
+        stacklevel=2,
+    )

@@ -52,7 +52,7 @@ class _Encoder(LightningModule):
 
     def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
         x, y = batch
-        hidden = self.embed(x) + torch.ones(16, device=self.device)  # bf16 + an fp32 tensor (a positional encoding): fp32
+        hidden = self.embed(x) + torch.ones(16, device=self.device)  # bf16 + fp32 (a positional encoding): fp32
         for norm in self.norms:
             hidden = norm(hidden)
         loss = F.cross_entropy(self.head(hidden).float(), y)

@@ -21,8 +21,8 @@ import torch
 from torch.optim import Optimizer
 
 from lightning_hpu.runtime import settings
-from lightning_hpu.runtime.standin import device as hpu_device
 from lightning_hpu.runtime.base import MEMORY_STAT_KEYS, GraphHandle, HPUBackend
+from lightning_hpu.runtime.standin import device as hpu_device
 
 if TYPE_CHECKING:
     from lightning_hpu.runtime.standin.lazy_graph_cache import LazyGraphCacheModel

@@ -123,4 +123,4 @@ def set_memory_limit(nbytes: int) -> None:
 
 def host_view(tensor: torch.Tensor) -> torch.Tensor:
     """A host tensor over the bytes of an ``hpu`` tensor (no copy), for libraries that take CPU tensors only."""
-    return _ops().host_view(tensor)  # type: ignore[no-any-return]
+    return _ops().host_view(tensor)

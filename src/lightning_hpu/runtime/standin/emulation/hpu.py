@@ -118,7 +118,7 @@ def _is_in_bad_fork() -> bool:
     return False
 
 
-class device:  # noqa: N801 (torch's name for its device context managers)
+class device:
     """Context manager that makes ``device`` the current HPU of the thread inside it (``torch.hpu.device(1)``)."""
 
     def __init__(self, device: _Device) -> None:

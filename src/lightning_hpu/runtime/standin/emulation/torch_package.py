@@ -1,4 +1,4 @@
-"""``habana_frameworks.torch`` on the stand-in: importing it makes the ``hpu`` device real, as importing the bridge does.
+"""``habana_frameworks.torch`` on the stand-in: importing it makes the ``hpu`` device real, as the bridge does.
 
 Tensors go to the stand-in's ``hpu`` device from now on (``torch.hpu`` is this emulation's ``hpu`` module). The import
 hook then imports ``core``, ``hpu`` and ``distributed.hccl`` with it, like the bridge's ``__init__``.

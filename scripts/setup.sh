@@ -18,4 +18,6 @@ else
 fi
 step "installing lightning-hpu (editable) with the packages of every extra (.[test])..."
 python -m pip install -q -e ".[test]"
+step "building the CPU stand-in's hpu device (a small C++ library; once per torch version, about a minute)..."
+python -m lightning_hpu.runtime.standin.device
 step "done: run examples with .venv/bin/python; check the environment with .venv/bin/python -m lightning_hpu"

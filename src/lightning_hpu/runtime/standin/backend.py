@@ -70,6 +70,7 @@ class CPUStandInBackend(HPUBackend):
         # Read once, like the bridge's cached ``is_lazy``.
         self._lazy = settings.lazy_mode_from_env()
         hpu_device.enable()
+        hpu_device.set_device_count(self._device_count)
         hpu_device.set_memory_limit(_HBM_BYTES[self._device_name])
         self._follow_binding()
         self.counters = StandInCounters()

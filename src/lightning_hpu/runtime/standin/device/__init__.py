@@ -32,6 +32,7 @@ __all__ = [
     "memory_stats",
     "reset_peak_memory_stats",
     "set_device",
+    "set_device_count",
     "set_memory_limit",
     "set_process_device",
 ]
@@ -114,6 +115,11 @@ def memory_stats(index: int) -> DeviceMemory:
 def reset_peak_memory_stats(index: int) -> None:
     """Start the peak (and the largest allocation) of ``hpu:index`` again from what is in use now."""
     _ops().reset_peak_memory_stats(index)
+
+
+def set_device_count(count: int) -> None:
+    """Emulate ``count`` HPUs from now on (the stand-in backend sets the count it reads from the environment)."""
+    _ops().set_device_count(count)
 
 
 def set_memory_limit(nbytes: int) -> None:

@@ -28,7 +28,8 @@ c10::DeviceIndex read_device_count() {
   return static_cast<c10::DeviceIndex>(std::clamp(count, 1, kMaxDevices));
 }
 
-const c10::DeviceIndex g_device_count = read_device_count();
+// The stand-in backend sets it again when it is created (tests create backends with other counts).
+std::atomic<c10::DeviceIndex> g_device_count{read_device_count()};
 // The process's device (the module it is bound to) and the calling thread's choice, if it made one.
 std::atomic<c10::DeviceIndex> g_process_device{0};
 thread_local c10::DeviceIndex t_device = -1;
@@ -200,6 +201,16 @@ void op_reset_peak_memory_stats(int64_t device) {
   g_memory[device].max_alloc = 0;
 }
 void op_set_memory_limit(int64_t nbytes) { g_limit = nbytes; }
+void op_set_device_count(int64_t count) {
+  TORCH_CHECK(count >= 1 && count <= kMaxDevices, "The CPU stand-in emulates 1 to ", kMaxDevices, " HPUs, not ", count);
+  g_device_count = static_cast<c10::DeviceIndex>(count);
+  if (g_process_device.load() >= count) {
+    g_process_device = 0;
+  }
+  if (t_device >= count) {
+    t_device = -1;
+  }
+}
 
 }  // namespace
 
@@ -210,7 +221,7 @@ c10::DeviceIndex current_device() { return t_device >= 0 ? t_device : g_process_
 void check_device(c10::Device device) {
   TORCH_CHECK(device.type() == kHPU, "Expected an hpu device, got ", device);
   TORCH_CHECK(device.index() < g_device_count, "Invalid device ", device, ": the CPU stand-in emulates ",
-              static_cast<int>(g_device_count),
+              static_cast<int>(g_device_count.load()),
               " HPU(s); set LIGHTNING_HPU_CPU_DEVICES to emulate more (hpu:0 to hpu:N-1).");
 }
 
@@ -246,6 +257,7 @@ TORCH_LIBRARY(lightning_hpu_standin, m) {
   m.def("memory_stats(int device) -> int[]", &op_memory_stats);
   m.def("reset_peak_memory_stats(int device) -> ()", &op_reset_peak_memory_stats);
   m.def("set_memory_limit(int nbytes) -> ()", &op_set_memory_limit);
+  m.def("set_device_count(int count) -> ()", &op_set_device_count);
   // A host tensor over the bytes of an hpu tensor, for host libraries (gloo) that take CPU tensors only.
   m.def("host_view(Tensor(a) self) -> Tensor(a)", &host_view);
 }

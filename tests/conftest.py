@@ -49,6 +49,8 @@ def _fresh_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.delenv(settings.MODULE_ID_ENV, raising=False)
     monkeypatch.delenv(settings.VISIBLE_MODULES_ENV, raising=False)
     monkeypatch.setattr("lightning_hpu.devices._selected_indices", None)
+    # The dynamic-shape switch of the emulated bridge is process state: back to the environment's default.
+    monkeypatch.setattr("lightning_hpu.runtime.standin.dynamic_shapes._override", None)
     reset_backend()
     yield
     reset_backend()

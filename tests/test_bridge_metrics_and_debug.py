@@ -136,12 +136,12 @@ def test_dynamic_shapes_also_key_torch_compile_recipes(standin: Any) -> None:
     def run(args: list[Any]) -> None:
         return None
 
-    counting = _counting_recipes(run, standin.counters)
+    counting = _counting_recipes(run, standin.counters, "graph")
     for rows in (2, 3, 2):
         counting([torch.ones(rows, 4)])
     assert standin.counters.compiled_recipes == 2  # static shapes: one recipe per size
     hpu.enable_dynamic_shape()
-    counting = _counting_recipes(run, standin.counters)
+    counting = _counting_recipes(run, standin.counters, "graph")
     for rows in (5, 6, 7):
         counting([torch.ones(rows, 4)])
     assert standin.counters.compiled_recipes == 3  # one recipe for every size

@@ -186,8 +186,8 @@ def test_recipe_reaches_fp8_autocast_inside_bf16_autocast(engine: types.SimpleNa
     plugin = HPUPrecisionPlugin("fp8", fp8_recipe={"margin": 1, "interval": 4, "fp8_format": "hybrid"})
     assert engine.log["autocast"] == []
     with plugin.forward_context():
-        assert torch.is_autocast_enabled("cpu")
-        assert torch.get_autocast_dtype("cpu") == torch.bfloat16
+        assert torch.is_autocast_enabled("hpu")
+        assert torch.get_autocast_dtype("hpu") == torch.bfloat16
         assert engine.state["fp8_active"]
     assert not engine.state["fp8_active"]
     (call,) = engine.log["autocast"]
@@ -278,7 +278,7 @@ def test_fabric_fp8_keeps_the_optimizer_working(engine: types.SimpleNamespace) -
     fabric = Fabric(accelerator="hpu", devices=1, plugins=[HPUPrecision("fp8")])
     model, optimizer = fabric.setup(model, optimizer)
     first_weight = model.module[0].weight.detach().clone()
-    x = torch.randn(16, 8)
+    x = torch.randn(16, 8, device=fabric.device)
     for _ in range(3):
         optimizer.zero_grad()
         fabric.backward(model(x).float().pow(2).mean())

@@ -36,7 +36,7 @@ def test_hpu_gets_the_hpu_strategy_and_precision(accelerator: Any) -> None:
     assert isinstance(trainer.accelerator, HPUAccelerator)
     assert isinstance(trainer.strategy, SingleHPUStrategy)
     assert isinstance(trainer.precision_plugin, HPUPrecisionPlugin)
-    assert trainer.strategy.root_device == torch.device("cpu")  # the stand-in's device
+    assert trainer.strategy.root_device == torch.device("hpu")  # the process's HPU (hpu:0 on the stand-in)
 
 
 def test_auto_picks_cpu_without_gaudi(no_hpu: None) -> None:
@@ -129,7 +129,7 @@ def test_fabric_uses_hpu_strategy_precision_and_marks_steps(lazy_standin: Any) -
     model.register_forward_hook(lambda module, args, out: inner_dtypes.append(out.dtype))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     model, optimizer = fabric.setup(model, optimizer)
-    output = model(torch.randn(2, 4))
+    output = model(torch.randn(2, 4, device=fabric.device))
     assert inner_dtypes == [torch.bfloat16]  # autocast really ran the layer in bf16
     before = lazy_standin.counters.mark_steps
     fabric.backward(output.float().sum())

@@ -28,7 +28,7 @@ def test_stand_in_is_chosen_by_the_variable(standin: CPUStandInBackend) -> None:
     assert isinstance(standin, CPUStandInBackend)
     assert standin.device_count() == 1
     assert standin.device_name() == "GAUDI2"
-    assert standin.torch_device() == torch.device("cpu")
+    assert standin.torch_device() == torch.device("hpu", 0)
     assert standin.process_group_backend == "hccl"
 
 

@@ -21,7 +21,7 @@ from lightning_hpu import (
 from lightning_hpu.fabric.fsdp_precision import HPUFSDPPrecision
 from lightning_hpu.fabric.strategies import HPUFSDPStrategy as FabricHPUFSDPStrategy
 from lightning_hpu.fabric.strategies import HPUModelParallelStrategy as FabricHPUModelParallelStrategy
-from lightning_hpu.runtime import reset_backend
+from lightning_hpu.runtime import require_backend, reset_backend
 
 
 def _trainer(**kwargs: Any) -> Trainer:
@@ -117,9 +117,10 @@ def test_hpu_precision_maps_onto_fsdp_mixed_precision(
     plugin = plugin_cls(precision)
     config = plugin.mixed_precision_config
     assert (config.param_dtype, config.reduce_dtype) == (compute, reduce)
-    layer, inputs = nn.Linear(2, 2), torch.ones(1, 2)
+    device = require_backend().torch_device()
+    layer, inputs = nn.Linear(2, 2).to(device), torch.ones(1, 2, device=device)
     with plugin.forward_context():
-        # Autocast on the HPU's autocast device (the CPU on the stand-in), not on CUDA as Lightning's plugin does.
+        # Autocast on the HPU, not on CUDA as Lightning's plugin does.
         out = layer(inputs)
     assert (out.dtype == torch.bfloat16) is autocast
 
@@ -200,6 +201,7 @@ def test_fp16_mixed_gets_a_sharded_scaler_on_gaudi2(plugin_cls: type) -> None:
     plugin = plugin_cls("16-mixed")
     assert isinstance(plugin.scaler, ShardedGradScaler)
     assert plugin.mixed_precision_config.param_dtype == torch.float16
-    layer, inputs = nn.Linear(2, 2), torch.ones(1, 2)
+    device = require_backend().torch_device()
+    layer, inputs = nn.Linear(2, 2).to(device), torch.ones(1, 2, device=device)
     with plugin.forward_context():
         assert layer(inputs).dtype == torch.float16

@@ -256,7 +256,7 @@ def test_transformer_engine_means_hpu_fp8(
         assert isinstance(module[0], te.Linear)
         with plugin.forward_context():
             assert te.state["fp8_active"]
-            assert torch.get_autocast_dtype("cpu") == outside  # the stand-in's autocast device
+            assert torch.get_autocast_dtype("hpu") == outside
     assert isinstance(trainer.precision_plugin, HPUPrecisionPlugin)
 
 

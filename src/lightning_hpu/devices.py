@@ -98,6 +98,11 @@ def bind_selected_hpu(local_rank: int, installed: int) -> int | None:
             f" {settings.MODULE_ID_ENV}, or pass devices as a count."
         )
     os.environ[settings.MODULE_ID_ENV] = str(module)
+    from lightning_hpu.runtime import get_backend
+
+    backend = get_backend()
+    if backend is not None:
+        backend.follow_binding()
     return module
 
 

@@ -44,7 +44,7 @@ class SingleHPUStrategy(FabricHPUStrategyHooks, SingleDeviceStrategy):
         precision: Precision | None = None,
     ) -> None:
         super().__init__(
-            device=torch.device(device) if device is not None else require_backend().torch_device(),
+            device=torch.device(device) if device is not None else torch.device(require_backend().torch_device().type),
             accelerator=accelerator,
             checkpoint_io=checkpoint_io,
             precision=precision,

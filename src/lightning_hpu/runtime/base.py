@@ -112,6 +112,9 @@ class HPUBackend(ABC):
         """
         return [self.torch_device()] * len(modules)
 
+    def follow_binding(self) -> None:  # noqa: B027 (optional hook, no-op by default)
+        """Use the HPU module ``HLS_MODULE_ID`` now binds this process to (the bridge opens it on first use)."""
+
     def activate_device(self, device: torch.device) -> None:  # noqa: B027 (optional hook, no-op by default)
         """Make ``device`` (the strategy's root device) the current HPU of this process.
 

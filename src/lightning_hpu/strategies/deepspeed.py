@@ -90,14 +90,17 @@ def select_deepspeed_accelerator() -> str:
     """Point DeepSpeed at the backend's accelerator (``DS_ACCELERATOR``) and check that DeepSpeed agrees.
 
     DeepSpeed reads ``DS_ACCELERATOR`` once, on the first ``get_accelerator()`` (which importing it may do), so the
-    variable is set before DeepSpeed is imported; child processes inherit it.
+    variable is set before DeepSpeed is imported; child processes inherit it. On the CPU stand-in DeepSpeed gets
+    its CPU accelerator's host ops, driving the stand-in's ``hpu`` device (:mod:`~lightning_hpu.runtime.standin.
+    deepspeed_accelerator`).
     """
     if importlib.util.find_spec("deepspeed") is None:
         raise ImportError(
             "HPUDeepSpeedStrategy needs DeepSpeed: `pip install 'lightning-hpu[deepspeed]'` (on a Gaudi, install the"
             " DeepSpeed fork of your Intel Gaudi software release)."
         )
-    wanted = require_backend().deepspeed_accelerator
+    backend = require_backend()
+    wanted = backend.deepspeed_accelerator
     given = os.environ.setdefault(DS_ACCELERATOR_ENV, wanted)
     if given != wanted:
         raise ValueError(
@@ -105,14 +108,17 @@ def select_deepspeed_accelerator() -> str:
         )
     from deepspeed.accelerator import get_accelerator
 
+    if wanted == "cpu":  # the stand-in: DeepSpeed's host ops on the stand-in's hpu device
+        from lightning_hpu.runtime.standin.deepspeed_accelerator import install
+
+        install()
+        _without_shared_memory_collectives()
     chosen = get_accelerator().device_name()
-    if chosen != wanted:
+    if chosen != "hpu":
         raise RuntimeError(
             f"DeepSpeed already chose its {chosen!r} accelerator before lightning-hpu could select {wanted!r}:"
             f" set {DS_ACCELERATOR_ENV}={wanted} before DeepSpeed is imported."
         )
-    if chosen == "cpu":
-        _without_shared_memory_collectives()
     return chosen
 
 
@@ -146,8 +152,7 @@ def _count_hpu_devices(parallel_devices: list[torch.device] | int | None) -> int
     """The number of HPUs in ``parallel_devices``: a count, or a list of (unindexed) ``hpu`` devices."""
     if parallel_devices is None or isinstance(parallel_devices, int):
         return parallel_devices
-    backend_type = require_backend().torch_device().type
-    wrong = [str(device) for device in parallel_devices if torch.device(device).type not in ("hpu", backend_type)]
+    wrong = [str(device) for device in parallel_devices if torch.device(device).type != "hpu"]
     if wrong:
         raise ValueError(
             f"`parallel_devices` must be HPUs, got {', '.join(wrong)}: pass `[torch.device('hpu')] * n` or `n`."
@@ -208,15 +213,11 @@ def register_deepspeed_presets(strategy_cls: type, strategy_registry: Any) -> No
 def hpu_deepspeed_devices(parallel_devices: list[torch.device] | int | None) -> tuple[int | None, list[Any] | None]:
     """Set up DeepSpeed for the backend, and return the HPU count asked for and the devices to give Lightning.
 
-    The stand-in's HPUs are CPU devices, which Lightning's connector would take for a CPU run: the connector
-    assigns them from ``devices=`` instead and the count is checked in :func:`check_deepspeed_for_device`.
+    Lightning's connector assigns each process its HPU from ``devices=`` (the accelerator knows which module each
+    local rank drives); the count asked for here is checked against it in :func:`check_deepspeed_for_device`.
     """
     select_deepspeed_accelerator()
-    requested = _count_hpu_devices(parallel_devices)
-    device = require_backend().torch_device()
-    if requested is not None and device.type == "hpu":
-        return requested, [device] * requested
-    return requested, None
+    return _count_hpu_devices(parallel_devices), None
 
 
 def check_deepspeed_for_device(

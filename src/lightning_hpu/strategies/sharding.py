@@ -84,7 +84,7 @@ def check_before_launch(
 
 
 def fsdp_device() -> torch.device:
-    """The ``device_id`` FSDP1 needs: this process's HPU (the CPU on the stand-in; FSDP takes ``None`` as CUDA)."""
+    """The ``device_id`` FSDP1 needs: this process's HPU (FSDP takes ``None`` as CUDA)."""
     return require_backend().torch_device()
 
 
@@ -180,7 +180,7 @@ def clip_grad_norm_across_meshes(parameters: Any, max_norm: float) -> torch.Tens
         norm = torch.nn.utils.get_total_norm(group, 2.0)
         norms.append(norm.full_tensor() if isinstance(norm, DTensor) else norm)
     if not norms:
-        return torch.tensor(0.0)
+        return torch.zeros((), device=fsdp_device())
     total = torch.linalg.vector_norm(torch.stack([norm.float() for norm in norms]))
     scale = float(max_norm) / (float(total) + 1e-6)
     if scale < 1.0:

@@ -40,7 +40,7 @@ class SingleHPUStrategy(HPUStrategyHooks, LastBatchHooks, SingleDeviceStrategy):
     ) -> None:
         self.last_batch = check_last_batch(last_batch)
         super().__init__(
-            device=torch.device(device) if device is not None else require_backend().torch_device(),
+            device=torch.device(device) if device is not None else torch.device(require_backend().torch_device().type),
             accelerator=accelerator,
             checkpoint_io=checkpoint_io,
             precision_plugin=precision_plugin,

@@ -69,10 +69,12 @@ class CPUStandInBackend(HPUBackend):
         self._device_name = settings.cpu_device_name()
         # Read once, like the bridge's cached ``is_lazy``.
         self._lazy = settings.lazy_mode_from_env()
+        self._followed: int | None = None
         hpu_device.enable()
         hpu_device.set_device_count(self._device_count)
+        hpu_device.set_process_device(0)  # until HLS_MODULE_ID binds the process to another module
         hpu_device.set_memory_limit(_HBM_BYTES[self._device_name])
-        self._follow_binding()
+        self.follow_binding()
         self.counters = StandInCounters()
         self._graph_cache: LazyGraphCacheModel | None = None
         self._watchers = 0
@@ -104,12 +106,13 @@ class CPUStandInBackend(HPUBackend):
             self._check_emulated([device.index])
             hpu_device.set_process_device(device.index)
 
-    def _follow_binding(self) -> None:
+    def follow_binding(self) -> None:
         """Make the bound module the device of every thread of this process (as the bridge opens that module)."""
         module = settings.bound_module()
-        if module is not None:
+        if module is not None and module != self._followed:
             self._check_emulated([module])
             hpu_device.set_process_device(module)
+            self._followed = module
 
     def set_device(self, local_rank: int) -> None:
         """The bridge's ``set_device``: bind to the ``local_rank``-th visible module, or keep the bound one.
@@ -131,7 +134,7 @@ class CPUStandInBackend(HPUBackend):
                     f"{settings.MODULE_ID_ENV}={bound} binds this process to a module outside the visible ones"
                     f" ({visible}); fix {settings.MODULE_ID_ENV} or {settings.VISIBLE_MODULES_ENV}."
                 )
-            self._follow_binding()
+            self.follow_binding()
             return
         if settings.VISIBLE_MODULES_ENV not in os.environ and self._device_count < 8 and local_rank != 0:
             raise ValueError(
@@ -139,10 +142,11 @@ class CPUStandInBackend(HPUBackend):
                 f" without it on fewer than 8 HPUs); set {settings.VISIBLE_MODULES_ENV} or {settings.MODULE_ID_ENV}."
             )
         os.environ[settings.MODULE_ID_ENV] = str(visible[local_rank])
-        self._follow_binding()
+        self.follow_binding()
 
     def current_device(self) -> int:
         """The calling thread's HPU: the module the process is bound to (``HLS_MODULE_ID``), else ``hpu:0``."""
+        self.follow_binding()
         return hpu_device.current_device()
 
     def _check_emulated(self, modules: list[int]) -> None:
@@ -160,7 +164,7 @@ class CPUStandInBackend(HPUBackend):
         single process.
         """
         if world_size == 1 or settings.bound_module() is not None:
-            self._follow_binding()
+            self.follow_binding()
             return
         visible = settings.visible_modules(self._device_count)
         self._check_emulated(visible)
@@ -170,7 +174,7 @@ class CPUStandInBackend(HPUBackend):
                 f" raise {settings.CPU_DEVICES_ENV}."
             )
         os.environ[settings.MODULE_ID_ENV] = str(visible[local_rank])
-        self._follow_binding()
+        self.follow_binding()
 
     def is_lazy(self) -> bool:
         return self._lazy
@@ -244,7 +248,8 @@ class CPUStandInBackend(HPUBackend):
 
     @property
     def deepspeed_accelerator(self) -> str:
-        # DeepSpeed's CPU accelerator: its ops run on the host, like every op of the stand-in.
+        # DeepSpeed's CPU accelerator (host ops, like every op of the stand-in), given the stand-in's hpu device by
+        # lightning_hpu.runtime.standin.deepspeed_accelerator.
         return "cpu"
 
     def initialize_distributed(self, world_size: int, rank: int, local_rank: int) -> None:

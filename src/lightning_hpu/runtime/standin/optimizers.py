@@ -213,7 +213,9 @@ class FusedClipNorm:
         params = list(parameters)
         # The bridge keeps the bound in the dtype of the first parameter.
         self.dtype = params[0].dtype if params else torch.float32
-        self.max_norm_t = (torch.ones(1) * max_norm).to(self.dtype)
+        # ... and on the parameters' device, where the clipping kernel runs.
+        self.device = params[0].device if params else torch.device("cpu")
+        self.max_norm_t = torch.full((1,), float(max_norm), device=self.device).to(self.dtype)
         self.norm_type = 2.0
 
     @torch.no_grad()
@@ -223,7 +225,7 @@ class FusedClipNorm:
         params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
         grads = [param.grad for param in params if param.grad is not None]
         if not grads:
-            return torch.tensor(0.0)
+            return torch.zeros((), device=self.device)
         total = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.float()) for g in grads]))
         scale = torch.clamp(self.max_norm_t.float() / (total + 1e-6), max=1.0)
         for grad in grads:

@@ -19,9 +19,14 @@ import torch
 from lightning_hpu.runtime import require_backend
 from lightning_hpu.runtime.standin import device as _device
 from lightning_hpu.runtime.standin.backend import CPUStandInBackend
+from lightning_hpu.runtime.standin.emulation.streams import Event, Stream, current_stream, default_stream, stream
 
 __all__ = [
+    "Event",
+    "Stream",
     "current_device",
+    "current_stream",
+    "default_stream",
     "device",
     "device_count",
     "get_device_name",
@@ -43,6 +48,7 @@ __all__ = [
     "set_device",
     "set_rng_ctx",
     "set_rng_state",
+    "stream",
     "synchronize",
     "unset_rng_ctx",
 ]
@@ -146,7 +152,7 @@ def set_device(device: _Device) -> None:
     _standin().set_device(_index(device))
 
 
-def synchronize() -> None:
+def synchronize(device: _Device = None) -> None:
     """Wait for the device; in lazy mode this also marks a step, as on a Gaudi."""
     _standin().synchronize()
 

@@ -129,6 +129,9 @@ class Linear(nn.Module):
         if state is None or not state.fits(rcp, roles):
             state = ScalingState(roles, rcp, forward, self.weight.device)
             self._fp8_scaling[forward] = state
+        elif state.scale.device != self.weight.device:  # the layer moved (to the host and back, say)
+            state.amax_history = state.amax_history.to(self.weight.device)
+            state.scale = state.scale.to(self.weight.device)
         return state
 
     def forward(self, inp: Tensor, is_first_microbatch: bool | None = None) -> Tensor | tuple[Tensor, Tensor | None]:

@@ -1,0 +1,117 @@
+"""DeepSpeed's accelerator on the CPU stand-in: its host ops, driving the stand-in's ``hpu`` device.
+
+On a Gaudi, DeepSpeed's HPU accelerator calls the bridge's device kernels (``torch.ops.hpu...``), which the stand-in
+does not have. Its CPU accelerator has the host kernels the stand-in needs (ZeRO's CPU Adam, no device-only ops),
+but it puts every model and buffer on ``"cpu"``. :func:`install` gives DeepSpeed that CPU accelerator under the
+HPU's name: the engine's device, the tensors it creates and the memory it reports are the stand-in's ``hpu``
+device, its collectives go through the ``"hccl"`` process group, and everything else is the CPU accelerator's.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import torch
+
+__all__ = ["install"]
+
+
+def _accelerator_class() -> type:
+    from deepspeed.accelerator.cpu_accelerator import CPU_Accelerator
+
+    class StandInHPUAccelerator(CPU_Accelerator):  # type: ignore[misc]
+        """The CPU accelerator, addressing the stand-in's ``hpu`` device (the process's bound HPU)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self._name = "hpu"
+            self._communication_backend_name = "hccl"
+
+        def device_name(self, device_index: int | None = None) -> str:
+            # As DeepSpeed's HPU accelerator: the index is ignored, the process's HPU is meant.
+            return "hpu"
+
+        def device(self, device_index: int | None = None) -> torch.device:
+            return torch.device("hpu", torch.hpu.current_device())
+
+        def current_device(self) -> int:
+            return int(torch.hpu.current_device())
+
+        def current_device_name(self) -> str:
+            return f"hpu:{torch.hpu.current_device()}"
+
+        def device_count(self) -> int:
+            return int(torch.hpu.device_count())
+
+        def memory_allocated(self, device_index: int | None = None) -> int:
+            return int(torch.hpu.memory_allocated())
+
+        def max_memory_allocated(self, device_index: int | None = None) -> int:
+            return int(torch.hpu.max_memory_allocated())
+
+        def reset_max_memory_allocated(self, device_index: int | None = None) -> None:
+            torch.hpu.reset_peak_memory_stats()
+
+        def memory_stats(self, device_index: int | None = None) -> dict[str, int]:
+            return dict(torch.hpu.memory_stats())
+
+        def reset_peak_memory_stats(self, device_index: int | None = None) -> None:
+            torch.hpu.reset_peak_memory_stats()
+
+        def total_memory(self, device_index: int | None = None) -> int:
+            return int(torch.hpu.mem_get_info()[1])
+
+        def available_memory(self, device_index: int | None = None) -> int:
+            return int(torch.hpu.mem_get_info()[0])
+
+        def on_accelerator(self, tensor: torch.Tensor) -> bool:
+            return tensor.device.type == "hpu"
+
+        def _factory(self, dtype: torch.dtype) -> Any:
+            return functools.partial(torch.tensor, dtype=dtype, device="hpu")
+
+        @property
+        def BFloat16Tensor(self) -> Any:  # noqa: N802 (DeepSpeed's names)
+            return self._factory(torch.bfloat16)
+
+        @property
+        def ByteTensor(self) -> Any:  # noqa: N802
+            return self._factory(torch.uint8)
+
+        @property
+        def DoubleTensor(self) -> Any:  # noqa: N802
+            return self._factory(torch.double)
+
+        @property
+        def FloatTensor(self) -> Any:  # noqa: N802
+            return self._factory(torch.float)
+
+        @property
+        def HalfTensor(self) -> Any:  # noqa: N802
+            return self._factory(torch.half)
+
+        @property
+        def IntTensor(self) -> Any:  # noqa: N802
+            return self._factory(torch.int)
+
+        @property
+        def LongTensor(self) -> Any:  # noqa: N802
+            return self._factory(torch.long)
+
+        def get_compile_backend(self) -> str:
+            return "hpu_backend"
+
+    return StandInHPUAccelerator
+
+
+def install() -> Any:
+    """Make DeepSpeed use the stand-in's accelerator in this process (once); returns it."""
+    from deepspeed.accelerator import real_accelerator
+
+    current = real_accelerator.ds_accelerator
+    if current is not None and current._name == "hpu":
+        return current
+    accelerator = _accelerator_class()()
+    real_accelerator.set_accelerator(accelerator)
+    return accelerator

@@ -255,8 +255,9 @@ def test_collectives_are_refused_during_a_graph_capture(
 def test_group_reports_hccl_and_a_cpu_backend(single_pg: HCCLStandInProcessGroup) -> None:
     assert single_pg.getBackendName() == "hccl"
     assert single_pg.name() == "hccl"
-    assert single_pg._device_types == [torch.device("cpu")]
-    assert isinstance(single_pg._get_backend(torch.device("cpu")), dist.ProcessGroupGloo)
+    assert set(single_pg._device_types) == {torch.device("cpu"), torch.device("hpu")}
+    for device in ("cpu", "hpu"):  # gloo, handed host views of the hpu tensors
+        assert isinstance(single_pg._get_backend(torch.device(device)), dist.ProcessGroupGloo)
 
 
 def test_message_is_the_bridges() -> None:
@@ -284,13 +285,13 @@ def clean_backend_registry(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.usefixtures("clean_backend_registry")
-def test_register_is_idempotent_and_cpu_only() -> None:
+def test_register_is_idempotent_and_for_hpu_and_cpu() -> None:
     register_hccl_standin_backend()
     register_hccl_standin_backend()
     backend = dist.Backend
     assert backend.backend_list.count("hccl") == 1
     assert backend._plugins["HCCL"].creator_fn is cpu_process_group._create_hccl_standin
-    assert backend.backend_capability["hccl"] == ["cpu"]
+    assert backend.backend_capability["hccl"] == ["cpu", "hpu"]
     assert backend.default_device_backend_map["cpu"] == "gloo"  # plain "gloo" users are not redirected
 
 

@@ -6,8 +6,8 @@ The bridge reads two files, one aten op name per line, named by ``PT_HPU_AUTOCAS
 bridge is loaded instead of letting them be silently ignored. The files go to a fresh temporary directory (never
 into site-packages) and stay there for the life of the process, since child processes inherit the variables.
 
-On the CPU stand-in the files and variables are written the same way, but torch's CPU autocast keeps its own
-fixed op lists: the stand-in does not emulate the override.
+On the CPU stand-in the lists are read once, when its ``hpu`` device loads (the first use of the stand-in in a
+process), and ``torch.autocast("hpu")`` follows them; lists written later apply to the processes started after.
 """
 
 from __future__ import annotations

@@ -117,6 +117,10 @@ class Model(LightningModule):
         # Each rank starts from different weights: the strategy must give everyone rank 0's.
         self.net = make_net(seed=100 + start_rank())
         self.accumulate = accumulate
+        self.devices: set[str] = set()
+
+    def on_train_batch_start(self, batch: Any, batch_idx: int) -> None:
+        self.devices |= {str(batch[0].device)} | {str(p.device) for p in self.parameters()}
 
     def training_step(self, batch: torch.Tensor, batch_idx: int) -> torch.Tensor:
         loss = nn.functional.mse_loss(self.net(batch[:, :FEATURES]), batch[:, FEATURES:])
@@ -198,6 +202,7 @@ def fit(
         "process_group": type(dist.group.WORLD).__name__,
         "gradient_reduces": GRADIENT_REDUCES[0],
         "bound_module": require_backend().current_device(),
+        "devices": sorted(model.devices),
         "strategy": trainer.strategy,
         "model": model,
         **observe.seen,
@@ -252,7 +257,7 @@ def fabric_checks(devices: int | list[int], num_nodes: int) -> dict[str, Any]:
     net = make_net(seed=100 + start_rank())
     optimizer = torch.optim.SGD(net.parameters(), lr=LR)
     net, optimizer = fabric.setup(net, optimizer)
-    batch = make_data(1)[fabric.global_rank * MICRO_BATCH : (fabric.global_rank + 1) * MICRO_BATCH]
+    batch = fabric.to_device(make_data(1)[fabric.global_rank * MICRO_BATCH : (fabric.global_rank + 1) * MICRO_BATCH])
     fabric.backward(nn.functional.mse_loss(net(batch[:, :FEATURES]), batch[:, FEATURES:]))
     optimizer.step()
     gathered = fabric.all_gather(torch.tensor(flat_weights(net)))

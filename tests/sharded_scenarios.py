@@ -115,7 +115,7 @@ def reference(steps: int, clip: float | None, adam: bool = False, per_epoch: int
 
 def flat(state: dict[str, torch.Tensor]) -> torch.Tensor:
     full = {key: value.full_tensor() if hasattr(value, "full_tensor") else value for key, value in state.items()}
-    return torch.cat([full[key].detach().reshape(-1).float() for key in sorted(full)])
+    return torch.cat([full[key].detach().reshape(-1).float().cpu() for key in sorted(full)])
 
 
 def full_weights(root: nn.Module, net: nn.Module) -> torch.Tensor:
@@ -316,6 +316,7 @@ def model_parallel_scenario(out: Path, parallelize: str) -> dict[str, Any]:
     return {
         "strategy": type(run.strategy).__name__,
         "mesh": dict(zip(run.strategy.device_mesh.mesh_dim_names or (), run.strategy.device_mesh.shape, strict=True)),
+        "mesh_device_type": run.strategy.device_mesh.device_type,
         "dtensor_parameters": sum(hasattr(p, "full_tensor") for p in model.net.parameters()),
         "max_diff_to_reference": float((weights - reference(steps, CLIP)).abs().max()),
         "rank_value_epoch": float(run.callback_metrics["rank_value_epoch"]),
@@ -332,12 +333,12 @@ def fsdp2_avg_scenario() -> dict[str, Any]:
 
     results: dict[str, Any] = {}
     for forced in (False, True):
-        module = Net()
-        fully_shard(module, mesh=init_device_mesh("cpu", (WORLD,)))
+        module = Net().to("hpu")
+        fully_shard(module, mesh=init_device_mesh("hpu", (WORLD,)))
         if forced:
             force_sum_reduction(module)
         try:
-            module(torch.ones(2, FEATURES)).sum().backward()
+            module(torch.ones(2, FEATURES, device="hpu")).sum().backward()
             results["forced" if forced else "default"] = "ran"
         except RuntimeError as error:
             results["forced" if forced else "default"] = str(error)

@@ -61,6 +61,7 @@ def _check_rank(report: dict[str, Any], module: int, lazy: bool) -> None:
         assert report[name]["bound_module"] == module, name
     for name in ("ddp", "ddp_accumulate", "fast", "fast_accumulate"):
         scenario = report[name]
+        assert scenario["devices"] == [f"hpu:{module}"], name  # parameters and batches on this rank's HPU
         assert scenario["max_diff_between_ranks"] == 0.0, name
         assert scenario["max_diff_to_reference"] < 1e-5, name
         assert scenario["rank_value_epoch"] == pytest.approx(6.0), name  # mean of 1 (rank 0) and 11 (rank 1)

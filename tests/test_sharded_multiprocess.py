@@ -65,6 +65,7 @@ def _check_rank(report: dict[str, Any]) -> None:
         scenario = report[name]
         assert scenario["strategy"] == "HPUModelParallelStrategy", name
         assert scenario["mesh"] == mesh, name
+        assert scenario["mesh_device_type"] == "hpu", name  # a DeviceMesh of HPUs, not of the host
         assert scenario["dtensor_parameters"] == dtensors, name
         assert scenario["max_diff_to_reference"] < 1e-5, name
         assert scenario["rank_value_epoch"] == pytest.approx(6.0), name

@@ -213,9 +213,11 @@ class FusedClipNorm:
         params = list(parameters)
         # The bridge keeps the bound in the dtype of the first parameter.
         self.dtype = params[0].dtype if params else torch.float32
-        # ... and on the parameters' device, where the clipping kernel runs.
-        self.device = params[0].device if params else torch.device("cpu")
-        self.max_norm_t = torch.full((1,), float(max_norm), device=self.device).to(self.dtype)
+        # ... on the HPU (the bridge's ``torch.device("hpu")``: the current one), whatever device the parameters are on
+        # when the clipper is made (a script may make it before moving the model).
+        self.device = torch.device("hpu")
+        bound = max_norm if isinstance(max_norm, Tensor) else torch.tensor(float(max_norm))
+        self.max_norm_t = bound.to(self.dtype).to(self.device)
         self.norm_type = 2.0
 
     @torch.no_grad()

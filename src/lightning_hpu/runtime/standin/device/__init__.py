@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import threading
+from pathlib import Path
 from typing import NamedTuple
 
 import torch
@@ -72,19 +73,40 @@ def enable() -> None:
             torch._register_device_module("hpu", hpu_module)
 
 
+def _autograd_device_threads_started() -> bool:
+    """Whether torch's per-device autograd threads run in this process (they are named ``pt_autograd_<N>``)."""
+    try:
+        return any(
+            (task / "comm").read_text().startswith("pt_autograd_") for task in Path("/proc/self/task").iterdir()
+        )
+    except OSError:  # not Linux: assume they run
+        return True
+
+
 def _drain_autograd_worker() -> None:
     """Let torch's autograd thread for hpu release every finished backward before the interpreter shuts down.
 
     Backward passes over hpu tensors run on torch's per-device autograd thread, which can hold the last reference
-    to a finished graph (and Python objects with it) for a moment after ``backward()`` returned. Dropped while
-    Python finalizes, that reference would abort the process. The thread serves one graph at a time, so running a
-    tiny backward through it here, while Python is fully alive, means every earlier graph has been released.
+    to a finished graph (and the Python objects of the thread-local state it captured) for a moment after
+    ``backward()`` returned. Dropped while Python finalizes, that reference aborts the process ("terminate called
+    without an active exception"). The thread serves one graph at a time, so a tiny backward run through it now,
+    while Python is fully alive, returns only after every earlier graph was released. It runs in a fresh thread,
+    whose thread-local state holds no Python object for the autograd thread to drop late, and only where the
+    autograd threads exist (starting them at exit would create the very race it removes).
     """
-    try:
-        leaf = torch.zeros((), device="hpu", requires_grad=True)
-        leaf.sum().backward()
-    except Exception:  # nothing to drain (no hpu, or autograd already torn down)
-        pass
+    if not _autograd_device_threads_started():
+        return
+
+    def tiny_backward() -> None:
+        try:
+            leaf = torch.zeros((), device="hpu", requires_grad=True)
+            leaf.sum().backward()
+        except Exception:  # nothing to drain (autograd already torn down)
+            pass
+
+    drain = threading.Thread(target=tiny_backward, name="lightning-hpu-autograd-drain")
+    drain.start()
+    drain.join(timeout=10)
 
 
 def device_count() -> int:

@@ -62,7 +62,8 @@ def main() -> None:
         for name, step in steps.items():
             times[name].append(time_steps(step, args.steps))
     cpu = statistics.median(times["cpu"])
-    print(f"MLP {args.width}x3, batch {args.batch}, AdamW; median of {args.rounds} rounds x {args.steps} steps, 1 thread")
+    shape = f"MLP {args.width}x3, batch {args.batch}, AdamW"
+    print(f"{shape}; median of {args.rounds} rounds x {args.steps} steps, 1 thread")
     print("| device | CPU us/step | vs cpu |")
     print("| --- | --- | --- |")
     for name in devices:

@@ -18,7 +18,7 @@ from lightning.pytorch import LightningModule, Trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_hpu import HPUAccelerator, HPUCompile, HPURecompileMonitor, RecipeCache, get_backend
+from lightning_hpu import HPUAccelerator, HPUCompile, HPURecompileMonitor, RecipeCache, get_backend, run_script
 
 
 class Regressor(LightningModule):
@@ -70,4 +70,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -20,7 +20,7 @@ from lightning.pytorch.loggers import CSVLogger
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_hpu import HPUThroughputMonitor
+from lightning_hpu import HPUThroughputMonitor, run_script
 
 BATCH, FEATURES = 32, 256
 
@@ -71,4 +71,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -56,7 +56,7 @@ if not report["launched_child"]:
     except AttributeError as err:
         report["graph_api_error"] = str(err)
 
-    # The device mode under autocast and torch.compile.
+    # The hpu device under autocast and torch.compile: the host's autocast leaves hpu tensors alone, HPU's lowers them.
     layer = nn.Linear(4, 4).to("hpu")
     with torch.autocast("cpu", dtype=torch.bfloat16):
         report["autocast_dtype"] = str(layer(torch.randn(2, 4, device="hpu")).dtype)
@@ -68,7 +68,9 @@ if not report["launched_child"]:
         with torch.autocast(device_type="hpu", dtype=torch.bfloat16):
             return layer(x) * 2
 
-    report["compiled_hpu_autocast_dtype"] = str(torch.compile(lowered, backend="aot_eager")(torch.randn(2, 4)).dtype)
+    report["compiled_hpu_autocast_dtype"] = str(
+        torch.compile(lowered, backend="aot_eager")(torch.randn(2, 4, device="hpu")).dtype
+    )
 
     def step(x: torch.Tensor) -> torch.Tensor:
         return (x * 2 + torch.ones(x.shape, device="hpu")).to("hpu").sin()

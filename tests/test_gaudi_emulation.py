@@ -55,7 +55,7 @@ def test_a_gaudi_script_with_the_seeds_hpu_graph_code_runs_unchanged_in_lazy_mod
     assert report["is_lazy"] and report["hpu_is_torch_hpu"]
     assert report["mark_step_counted"] == 1
     assert report["bridge_installed"] is False
-    assert report["tensor_device"] == report["to_device"] == report["param_device"] == "cpu"
+    assert report["tensor_device"] == report["to_device"] == report["param_device"] == "hpu:0"
     assert report["memory_keys"] == sorted(MEMORY_STAT_KEYS)
     assert report["max_memory_allocated"] > 0
     assert report["hpu_seed_repeats"] and report["set_inference_env"]
@@ -97,8 +97,8 @@ def test_a_gaudi_script_runs_unchanged_in_eager_mode_and_in_the_ddp_processes_li
     assert main["is_lazy"] is False and main["eager_mark_steps_counted"] == 0
     assert main["graph_api_present"] is False
     assert "in eager mode" in main["graph_api_error"] and "PT_HPU_LAZY_MODE=1" in main["graph_api_error"]
-    # The "hpu" device mode under autocast (CPU's, and HPU's lowering the CPU tensors) and torch.compile (no break).
-    assert main["autocast_dtype"] == "torch.bfloat16"
+    # The hpu device under autocast (the host's leaves it alone, HPU's lowers it) and torch.compile (no break).
+    assert main["autocast_dtype"] == "torch.float32"
     assert main["hpu_autocast_dtype"] == "torch.bfloat16" and main["after_hpu_autocast_dtype"] == "torch.float32"
     assert main["compiled_hpu_autocast_dtype"] == "torch.bfloat16"
     assert main["compile_graphs"] == 1 and main["compile_graph_breaks"] == 0 and main["compiled_matches_eager"]
@@ -110,7 +110,7 @@ def test_a_gaudi_script_runs_unchanged_in_eager_mode_and_in_the_ddp_processes_li
     assert (main["current_device"], child["current_device"]) == (0, 1)
     assert main["process_group"] == child["process_group"] == "hccl"
     assert main["weights"] == child["weights"]
-    assert main["tensor_device"] == child["tensor_device"] == "cpu"
+    assert (main["tensor_device"], child["tensor_device"]) == ("hpu:0", "hpu:1")
 
 
 @pytest.mark.multiprocess

@@ -14,13 +14,15 @@ from typing import Any
 
 import torch
 
+from lightning_hpu.runtime.standin.emulation import hpu
+
 __all__ = ["install"]
 
 
 def _accelerator_class() -> type:
     from deepspeed.accelerator.cpu_accelerator import CPU_Accelerator
 
-    class StandInHPUAccelerator(CPU_Accelerator):  # type: ignore[misc]
+    class StandInHPUAccelerator(CPU_Accelerator):
         """The CPU accelerator, addressing the stand-in's ``hpu`` device (the process's bound HPU)."""
 
         def __init__(self) -> None:
@@ -33,37 +35,37 @@ def _accelerator_class() -> type:
             return "hpu"
 
         def device(self, device_index: int | None = None) -> torch.device:
-            return torch.device("hpu", torch.hpu.current_device())
+            return torch.device("hpu", hpu.current_device())
 
         def current_device(self) -> int:
-            return int(torch.hpu.current_device())
+            return int(hpu.current_device())
 
         def current_device_name(self) -> str:
-            return f"hpu:{torch.hpu.current_device()}"
+            return f"hpu:{hpu.current_device()}"
 
         def device_count(self) -> int:
-            return int(torch.hpu.device_count())
+            return int(hpu.device_count())
 
         def memory_allocated(self, device_index: int | None = None) -> int:
-            return int(torch.hpu.memory_allocated())
+            return int(hpu.memory_allocated())
 
         def max_memory_allocated(self, device_index: int | None = None) -> int:
-            return int(torch.hpu.max_memory_allocated())
+            return int(hpu.max_memory_allocated())
 
         def reset_max_memory_allocated(self, device_index: int | None = None) -> None:
-            torch.hpu.reset_peak_memory_stats()
+            hpu.reset_peak_memory_stats()
 
         def memory_stats(self, device_index: int | None = None) -> dict[str, int]:
-            return dict(torch.hpu.memory_stats())
+            return dict(hpu.memory_stats())
 
         def reset_peak_memory_stats(self, device_index: int | None = None) -> None:
-            torch.hpu.reset_peak_memory_stats()
+            hpu.reset_peak_memory_stats()
 
         def total_memory(self, device_index: int | None = None) -> int:
-            return int(torch.hpu.mem_get_info()[1])
+            return int(hpu.mem_get_info()[1])
 
         def available_memory(self, device_index: int | None = None) -> int:
-            return int(torch.hpu.mem_get_info()[0])
+            return int(hpu.mem_get_info()[0])
 
         def on_accelerator(self, tensor: torch.Tensor) -> bool:
             return tensor.device.type == "hpu"
@@ -72,31 +74,31 @@ def _accelerator_class() -> type:
             return functools.partial(torch.tensor, dtype=dtype, device="hpu")
 
         @property
-        def BFloat16Tensor(self) -> Any:  # noqa: N802 (DeepSpeed's names)
+        def BFloat16Tensor(self) -> Any:
             return self._factory(torch.bfloat16)
 
         @property
-        def ByteTensor(self) -> Any:  # noqa: N802
+        def ByteTensor(self) -> Any:
             return self._factory(torch.uint8)
 
         @property
-        def DoubleTensor(self) -> Any:  # noqa: N802
+        def DoubleTensor(self) -> Any:
             return self._factory(torch.double)
 
         @property
-        def FloatTensor(self) -> Any:  # noqa: N802
+        def FloatTensor(self) -> Any:
             return self._factory(torch.float)
 
         @property
-        def HalfTensor(self) -> Any:  # noqa: N802
+        def HalfTensor(self) -> Any:
             return self._factory(torch.half)
 
         @property
-        def IntTensor(self) -> Any:  # noqa: N802
+        def IntTensor(self) -> Any:
             return self._factory(torch.int)
 
         @property
-        def LongTensor(self) -> Any:  # noqa: N802
+        def LongTensor(self) -> Any:
             return self._factory(torch.long)
 
         def get_compile_backend(self) -> str:

@@ -55,7 +55,7 @@ def main() -> None:
     trainer.fit(model, DataLoader(TensorDataset(x, y), batch_size=BATCH, drop_last=True))
     print(f"train_loss: {float(trainer.callback_metrics['train_loss']):.4f}")
 
-    model.eval()
+    model = model.to("hpu").eval()  # Lightning's teardown moved it back to the host
     if htcore.is_lazy():  # HPU graphs exist in lazy mode only
         model = torch.hpu.wrap_in_hpu_graph(model)
     with torch.no_grad():

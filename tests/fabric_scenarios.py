@@ -56,7 +56,7 @@ def make_net(seed: int) -> nn.Module:
 
 
 def flat_weights(module: nn.Module) -> torch.Tensor:
-    return torch.cat([p.detach().float().reshape(-1) for p in module.parameters()])
+    return torch.cat([p.detach().float().reshape(-1).cpu() for p in module.parameters()])
 
 
 def reference(accumulate: int, clip: float | None, steps: int = STEPS) -> torch.Tensor:
@@ -91,7 +91,7 @@ def fast_ddp(fabric: Fabric, accumulate: int, clip: float | None) -> dict[str, A
     for step in range(STEPS):
         optimizer.zero_grad()
         for micro in range(accumulate):
-            batch = micro_batch(data, step, micro, accumulate, fabric.global_rank)
+            batch = fabric.to_device(micro_batch(data, step, micro, accumulate, fabric.global_rank))
             accumulating = micro < accumulate - 1
             before = GRADIENT_REDUCES[0]
             with fabric.no_backward_sync(net, enabled=accumulating):
@@ -120,7 +120,7 @@ def deepspeed_run(fabric: Fabric, out: Path) -> dict[str, Any]:
     data = make_data(1)
 
     def step(index: int) -> None:
-        batch = micro_batch(data, index, 0, 1, fabric.global_rank)
+        batch = fabric.to_device(micro_batch(data, index, 0, 1, fabric.global_rank))
         loss = nn.functional.mse_loss(model(batch[:, :FEATURES]), batch[:, FEATURES:])
         fabric.backward(loss)
         optimizer.step()

@@ -101,9 +101,11 @@ report["max_memory_allocated"] = torch.hpu.max_memory_allocated()
 # --- plain training with FusedAdamW and FusedClipNorm, model moved with .to("hpu") --------------------------------
 model = NetHPUGraphs().to("hpu")
 report["param_device"] = str(next(model.parameters()).device)
-start = [p.detach().clone() for p in model.parameters()]
+start = [p.detach().cpu() for p in model.parameters()]
 trainer().fit(model, data_module())
-report["fused_adamw_trained"] = all(not torch.equal(a, p) for a, p in zip(start, model.parameters(), strict=True))
+report["fused_adamw_trained"] = all(
+    not torch.equal(a, p.detach().cpu()) for a, p in zip(start, model.parameters(), strict=True)
+)
 report["fused_clip_norms"] = len(model.norms)
 
 

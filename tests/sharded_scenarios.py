@@ -251,7 +251,7 @@ def fabric_scenario(out: Path) -> dict[str, Any]:
     data = make_data(steps).reshape(steps, WORLD, MICRO_BATCH, FEATURES + 1)
     for batch in data[:, fabric.global_rank]:
         optimizer.zero_grad()
-        fabric.backward(loss_of(net, batch))
+        fabric.backward(loss_of(net, fabric.to_device(batch)))
         fabric.clip_gradients(net, optimizer, max_norm=CLIP)
         optimizer.step()
     weights = full_weights(net._forward_module, net.module)

@@ -39,7 +39,7 @@ class Regressor(LightningModule):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cache", required=True, help="the recipe cache directory, shared by the runs")
+    parser.add_argument("--cache", default="lightning_logs/recipe_cache", help="the recipe cache directory (shared)")
     parser.add_argument("--width", type=int, default=32, help="another width is another model")
     parser.add_argument("--delete-at-start", action="store_true", help="empty the cache first")
     args = parser.parse_args()

@@ -173,12 +173,12 @@ captures, replays = counters.graph_captures, counters.graph_replays
 model = NetHPUGraphs().to(torch.device("hpu"))
 x = torch.randn(_batch_size, FEATURES, device="hpu")
 model = htcore.hpu.make_graphed_callables(model, (x,))
-start = [p.detach().clone() for p in model.parameters()]
+start = [p.detach().cpu() for p in model.parameters()]
 trainer().fit(model, data_module())
 report["make_graphed_callables"] = {
     "captures": counters.graph_captures - captures,
     "replays": counters.graph_replays - replays,
-    "trained": all(not torch.equal(a, p) for a, p in zip(start, model.parameters(), strict=True)),
+    "trained": all(not torch.equal(a, p.detach().cpu()) for a, p in zip(start, model.parameters(), strict=True)),
 }
 
 # --- seed: ModuleCacher ------------------------------------------------------------------------------------------

@@ -292,7 +292,7 @@ def fabric_model_parallel_scenario() -> dict[str, Any]:
     optimizer = fabric.setup_optimizers(make_optimizer(net.parameters(), adam=False))
     for batch in make_data(steps).reshape(steps, WORLD, MICRO_BATCH, FEATURES + 1)[:, fabric.global_rank]:
         optimizer.zero_grad()
-        fabric.backward(loss_of(net, batch))
+        fabric.backward(loss_of(net, fabric.to_device(batch)))
         fabric.clip_gradients(net, optimizer, max_norm=CLIP)
         optimizer.step()
     return {
@@ -371,7 +371,7 @@ class NormModel(Model):
         self.losses: list[float] = []
 
     def training_step(self, batch: torch.Tensor, batch_idx: int) -> torch.Tensor:
-        hidden = self.net.blocks(batch[:, :FEATURES]) + torch.zeros(FEATURES)
+        hidden = self.net.blocks(batch[:, :FEATURES]) + torch.zeros(FEATURES, device=self.device)
         for norm in self.norms:
             hidden = norm(hidden)
         loss = nn.functional.mse_loss(self.net.head(hidden).float(), batch[:, FEATURES:])

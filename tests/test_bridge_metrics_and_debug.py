@@ -25,10 +25,19 @@ def _dynamic_shapes_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _run(model: nn.Module, backend: Any, rows: list[int]) -> None:
-    """One lazy-mode graph per batch size: a forward, then a step marker."""
+    """One lazy-mode graph per batch size: a forward on the HPU, then a step marker."""
+    device = backend.torch_device()
     for n in rows:
-        model(torch.ones(n, 3))
+        model(torch.ones(n, 3, device=device))
         backend.mark_step()
+
+
+def _linear(backend: Any) -> nn.Module:
+    """A layer moved to the HPU, the move marked as a graph of its own (outside what a test counts)."""
+    with metrics.metric_localcontext("graph_compilation"):
+        layer = nn.Linear(3, 2).to(backend.torch_device())
+        backend.mark_step()
+    return layer
 
 
 def _compilations(metric: metrics.Metric) -> int:
@@ -38,7 +47,7 @@ def _compilations(metric: metrics.Metric) -> int:
 
 
 def test_graph_compilation_counts_new_graphs_not_repeated_ones(lazy_standin: Any) -> None:
-    model = nn.Linear(3, 2)
+    model = _linear(lazy_standin)
     with metrics.metric_localcontext("graph_compilation") as outer:
         _run(model, lazy_standin, [4])  # warm-up: one graph compiled
         with metrics.metric_localcontext("graph_compilation") as local:
@@ -55,15 +64,16 @@ def test_graph_compilation_counts_new_graphs_not_repeated_ones(lazy_standin: Any
 def test_the_global_metric_counts_across_backends_and_resets(lazy_standin: Any) -> None:
     metric = metrics.metric_global("graph_compilation")
     assert metric is not None
+    model = _linear(lazy_standin)
     metric.reset()
-    _run(nn.Linear(3, 2), lazy_standin, [2, 3])
+    _run(model, lazy_standin, [2, 3])
     assert _compilations(metric) == 2
     metric.reset()
     assert _compilations(metric) == 0
 
 
 def test_dynamic_shapes_let_new_sizes_reuse_a_graph(lazy_standin: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    model = nn.Linear(3, 2)
+    model = _linear(lazy_standin)
     assert not hpu.get_dynamic_shape_status()
     hpu.enable_dynamic_shape()
     with metrics.metric_localcontext("graph_compilation") as dynamic:
@@ -98,7 +108,7 @@ def test_unknown_metrics_and_the_other_registered_ones(lazy_standin: Any, tmp_pa
 
 def test_the_recipe_cache_metric_needs_its_variable(lazy_standin: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(metrics.CACHE_METRICS_ENV, "1")
-    model = nn.Linear(3, 2)
+    model = _linear(lazy_standin)
     with metrics.metric_localcontext("recipe_cache") as cache:
         _run(model, lazy_standin, [2, 2, 3])
     stats = dict(cache.stats())

@@ -36,14 +36,17 @@ class _SegmentRecorder(TorchDispatchMode):
         self._model = model
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        # Device work is aten ops; profiler ranges and other namespaces never reach the graph compiler.
+        # Device work is aten ops on the HPU; host ops, profiler ranges and other namespaces never reach the graph
+        # compiler.
         if func.namespace == "aten":
-            inputs = tuple(
-                (shape_key(tuple(leaf.shape)), leaf.dtype)
-                for leaf in tree_leaves((args, kwargs or {}))
-                if isinstance(leaf, torch.Tensor)
+            leaves = tree_leaves((args, kwargs or {}))
+            tensors = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
+            on_device = any(tensor.device.type == "hpu" for tensor in tensors) or any(
+                isinstance(leaf, torch.device) and leaf.type == "hpu" for leaf in leaves
             )
-            self._model.segment.append((func, inputs))
+            if on_device:
+                inputs = tuple((shape_key(tuple(tensor.shape)), tensor.dtype) for tensor in tensors)
+                self._model.segment.append((func, inputs))
         output = func(*args, **(kwargs or {}))
         if func in _GRAPH_ENDING_OPS:
             self._model.end_graph()

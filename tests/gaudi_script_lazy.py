@@ -249,12 +249,16 @@ import habana_frameworks.torch.utils.debug as hpu_debug  # noqa: E402
 from habana_frameworks.torch.hpu.metrics import metric_global, metric_localcontext  # noqa: E402
 
 gc_metric = metric_global("graph_compilation")
+first, first_data = NetHPUGraphs(), data_module()
+htcore.mark_step()  # the data made on the device is a graph of its own, before each run
 with metric_localcontext("graph_compilation") as warm_up:
-    trainer().fit(NetHPUGraphs(), data_module())
+    trainer().fit(first, first_data)
+    htcore.mark_step()  # the end of the fit (the model's move back to the host) is a graph of its own
 second, data = NetHPUGraphs(), data_module()
 htcore.mark_step()  # the set-up ops above form a graph of their own
 with metric_localcontext("graph_compilation") as after_warm_up:
     trainer().fit(second, data)
+recompile_reason = get_backend().last_graph_compilation_reason()  # type: ignore[union-attr]
 torch.hpu.enable_dynamic_shape()
 htcore.mark_step()
 with metric_localcontext("graph_compilation") as dynamic_sizes:
@@ -268,6 +272,7 @@ report["bridge_modules"] = {
     "graphs_is_torch_hpu_graphs": torch.hpu.graphs is hpu_graphs and hpu_graphs.HPUGraph is htcore.hpu.HPUGraph,
     "warm_up_compiles": dict(warm_up.stats())["TotalNumber"] > 0,
     "recompiles_after_warm_up": dict(after_warm_up.stats())["TotalNumber"],
+    "recompile_reason": recompile_reason if dict(after_warm_up.stats())["TotalNumber"] else None,
     "dynamic_size_compiles": dict(dynamic_sizes.stats())["TotalNumber"],
     "global_counted": gc_metric is not None and dict(gc_metric.stats())["TotalNumber"] > 0,
     "autocast": [autocast_inside, torch.hpu.is_autocast_hpu_enabled()],

@@ -100,10 +100,11 @@ class LazyGraphCacheModel:
             self._cache.add(signature)
             self._op_sequences.add(ops)
             return
+        names = ", ".join(str(op) for op in ops[:4]) + (", ..." if len(ops) > 4 else "")
         if ops in self._op_sequences:
-            self.last_reason = f"a new input shape or dtype for a graph of {len(ops)} ops seen before"
+            self.last_reason = f"a new input shape or dtype for a graph of {len(ops)} ops seen before ({names})"
         else:
-            self.last_reason = f"a new graph of {len(ops)} ops"
+            self.last_reason = f"a new graph of {len(ops)} ops ({names})"
         self._cache.add(signature)
         self._op_sequences.add(ops)
         self._counters.lazy_graph_compilations += 1

@@ -4,8 +4,8 @@ Each strategy trains the same model (a stack of wide MLP blocks, AdamW) for a fe
 every rank reports
 
 * the bytes of training state it holds (parameters, gradients, optimizer state: its shards under FSDP), and
-* its peak device memory during training (``MaxInUse`` of the HPU's memory statistics, minus what was in use before
-  the model existed; on the CPU stand-in that is the process's resident memory, sampled around every step).
+* its peak device memory (``MaxInUse`` of its HPU's memory statistics; a fresh process starts from nothing on its
+  HPU; on the CPU stand-in the bytes of live ``hpu`` tensors, counted by its allocator).
 
     python benchmarks/sharded_memory.py --devices 8                 # on a Gaudi node
     LIGHTNING_HPU_BACKEND=cpu LIGHTNING_HPU_CPU_DEVICES=2 python benchmarks/sharded_memory.py --devices 2
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -30,7 +29,7 @@ MiB = 2**20
 
 def _worker(strategy_name: str, devices: int, width: int, blocks: int, out: Path) -> None:
     import torch
-    from lightning.pytorch import Callback, LightningModule, Trainer
+    from lightning.pytorch import LightningModule, Trainer
     from torch import nn
     from torch.utils.data import DataLoader, TensorDataset
 
@@ -61,28 +60,7 @@ def _worker(strategy_name: str, devices: int, width: int, blocks: int, out: Path
         def train_dataloader(self) -> DataLoader:
             return DataLoader(TensorDataset(torch.randn(64, width)), batch_size=8)
 
-    class Sample(Callback):
-        """Reads the memory statistics around every step, so the stand-in's sampled peak sees each phase."""
-
-        def on_train_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
-            backend.memory_stats()
-
-        def on_before_backward(self, *args: Any) -> None:
-            backend.memory_stats()
-
-        def on_after_backward(self, *args: Any) -> None:
-            backend.memory_stats()
-
-        def on_before_optimizer_step(self, *args: Any) -> None:
-            backend.memory_stats()
-
-        def on_train_batch_end(self, *args: Any) -> None:
-            backend.memory_stats()
-
     strategy: Any = HPUFSDPStrategy(auto_wrap_policy={Block}) if strategy_name == "fsdp" else "hpu_parallel"
-    sample = Sample()
-    backend.reset_peak_memory_stats()
-    before = backend.memory_stats()["InUse"]
     trainer = Trainer(
         accelerator="hpu",
         devices=devices,
@@ -92,10 +70,9 @@ def _worker(strategy_name: str, devices: int, width: int, blocks: int, out: Path
         enable_checkpointing=False,
         enable_progress_bar=False,
         enable_model_summary=False,
-        callbacks=[sample],
     )
     trainer.fit(Model())
-    peak = backend.memory_stats()["MaxInUse"] - before
+    peak = backend.memory_stats()["MaxInUse"]  # of this rank's HPU (the process is bound to it by now)
     model = trainer.strategy.model
     assert model is not None
     tensors = [p for p in model.parameters()] + [p.grad for p in model.parameters() if p.grad is not None]
@@ -110,10 +87,7 @@ def _run(strategy_name: str, args: argparse.Namespace, out: Path) -> list[dict[s
     progress(f"training with {strategy_name.upper()} on {args.devices} stand-in HPUs...")
     command = [sys.executable, __file__, "--worker", strategy_name, "--devices", str(args.devices)]
     command += ["--width", str(args.width), "--blocks", str(args.blocks), "--out", str(out)]
-    # On the CPU stand-in "device memory" is resident memory: a fixed mmap threshold makes glibc hand freed tensor
-    # memory back to the system, so the resident size follows the live tensors instead of the allocator's high mark.
-    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"}
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return [json.loads((out / f"{strategy_name}_rank{rank}.json").read_text()) for rank in range(args.devices)]
 
 

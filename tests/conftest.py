@@ -17,6 +17,10 @@ from lightning_hpu.runtime import (
     settings,
 )
 
+#: What Lightning and DeepSpeed write into the environment of a process that sets up distributed training in
+#: process (single-process DeepSpeed, Fabric): left behind, a later test's subprocess would think it was launched.
+_LAUNCH_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK", "NODE_RANK", "RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")
+
 _BACKEND_VARIABLES = (
     settings.BACKEND_ENV,
     settings.CPU_DEVICES_ENV,
@@ -46,6 +50,12 @@ def _fresh_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name in _BACKEND_VARIABLES:
         if name in os.environ:
             monkeypatch.setenv(name, os.environ[name])
+    for name in _LAUNCH_VARIABLES:
+        if name in os.environ:
+            monkeypatch.setenv(name, os.environ[name])
+        else:  # recorded as unset, so whatever the test writes is removed after it
+            monkeypatch.setenv(name, "")
+            monkeypatch.delenv(name)
     # The HPU binding (written by the stand-in like the bridge writes it) and the remembered devices list.
     monkeypatch.delenv(settings.MODULE_ID_ENV, raising=False)
     monkeypatch.delenv(settings.VISIBLE_MODULES_ENV, raising=False)

@@ -17,12 +17,13 @@ from lightning_hpu.runtime.standin.optimizers import FusedAdamW, FusedClipNorm, 
 
 def _net() -> nn.Module:
     torch.manual_seed(3)
-    return nn.Sequential(nn.Linear(6, 12), nn.Tanh(), nn.Linear(12, 3))
+    return nn.Sequential(nn.Linear(6, 12), nn.Tanh(), nn.Linear(12, 3)).to("hpu")
 
 
 def _batches(n: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
     gen = torch.Generator().manual_seed(5)
-    return [(torch.randn(5, 6, generator=gen), torch.randint(0, 3, (5,), generator=gen)) for _ in range(n)]
+    batches = [(torch.randn(5, 6, generator=gen), torch.randint(0, 3, (5,), generator=gen)) for _ in range(n)]
+    return [(x.to("hpu"), y.to("hpu")) for x, y in batches]
 
 
 def _step(model: nn.Module, optimizer: Any, clip: FusedClipNorm | None, x: torch.Tensor, y: torch.Tensor) -> Any:

@@ -85,6 +85,8 @@ def reset_backend() -> None:
     """Forget the cached backend so the next :func:`get_backend` reads the environment again (tests use this)."""
     global _backend
     with _lock:
+        if _backend is not None:
+            _backend.close()
         _backend = None
 
 

@@ -112,6 +112,9 @@ class HPUBackend(ABC):
         """
         return [self.torch_device()] * len(modules)
 
+    def close(self) -> None:  # noqa: B027 (optional hook, no-op by default)
+        """Stop what this backend runs in the background (it is being replaced, see ``reset_backend``)."""
+
     def follow_binding(self) -> None:  # noqa: B027 (optional hook, no-op by default)
         """Use the HPU module ``HLS_MODULE_ID`` now binds this process to (the bridge opens it on first use)."""
 

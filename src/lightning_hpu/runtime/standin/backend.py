@@ -207,6 +207,12 @@ class CPUStandInBackend(HPUBackend):
             if self._watchers == 0 and self._graph_cache is not None:
                 self._graph_cache.stop()
 
+    def close(self) -> None:
+        """Stop recording lazy-mode graphs: a replaced backend's recorder must not stay on the dispatch stack."""
+        self._watchers = 0
+        if self._graph_cache is not None:
+            self._graph_cache.stop()
+
     def graph_compilation_count(self) -> int | None:
         return self.counters.lazy_graph_compilations if self._lazy else self.counters.compiled_recipes
 

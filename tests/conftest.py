@@ -17,8 +17,20 @@ from lightning_hpu.runtime import (
 )
 
 #: What Lightning and DeepSpeed write into the environment of a process that sets up distributed training in
-#: process (single-process DeepSpeed, Fabric): left behind, a later test's subprocess would think it was launched.
-_LAUNCH_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK", "NODE_RANK", "RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")
+#: process (single-process DeepSpeed, Fabric), and what the package writes for the bridge (autocast op lists, the
+#: recipe cache): left behind, a later test's subprocesses would inherit them.
+_LAUNCH_VARIABLES = (
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "LOCAL_RANK",
+    "NODE_RANK",
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "PT_HPU_AUTOCAST_LOWER_PRECISION_OPS_LIST",
+    "PT_HPU_AUTOCAST_FP32_OPS_LIST",
+    "PT_HPU_RECIPE_CACHE_CONFIG",
+)
 
 _BACKEND_VARIABLES = (
     settings.BACKEND_ENV,

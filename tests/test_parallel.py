@@ -217,6 +217,8 @@ def test_module_states_broadcast_casts_int64_in_lazy_mode(lazy_standin: Any, two
 def hccl_group(standin: Any, tmp_path: Any) -> Iterator[None]:
     register_hccl_standin_backend()
     store = dist.FileStore(str(tmp_path / "store"), 1)
+    if dist.is_initialized():  # an in-process run of an earlier test left its group
+        dist.destroy_process_group()
     dist.init_process_group("hccl", store=store, rank=0, world_size=1)
     yield
     dist.destroy_process_group()

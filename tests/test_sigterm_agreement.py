@@ -31,6 +31,8 @@ from step_counters import TensorAllocations
 
 @pytest.fixture
 def gloo_world(tmp_path: Path) -> Iterator[None]:
+    if dist.is_initialized():  # an in-process run of an earlier test left its group
+        dist.destroy_process_group()
     dist.init_process_group("gloo", store=dist.FileStore(str(tmp_path / "store"), 1), rank=0, world_size=1)
     yield
     dist.destroy_process_group()

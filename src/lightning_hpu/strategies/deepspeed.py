@@ -113,6 +113,7 @@ def select_deepspeed_accelerator() -> str:
 
         install()
         _without_shared_memory_collectives()
+    _forget_destroyed_deepspeed_groups()
     chosen = get_accelerator().device_name()
     if chosen != "hpu":
         raise RuntimeError(
@@ -120,6 +121,24 @@ def select_deepspeed_accelerator() -> str:
             f" set {DS_ACCELERATOR_ENV}={wanted} before DeepSpeed is imported."
         )
     return chosen
+
+
+def _forget_destroyed_deepspeed_groups() -> None:
+    """Drop DeepSpeed's cached process groups when the process group they belong to was destroyed.
+
+    DeepSpeed keeps its groups (a clone of the world group, ...) in module globals across engines. A process that
+    destroyed its default group and made a new one (a second ``fit`` in a notebook, a Fabric run that cleaned up)
+    would otherwise hand DeepSpeed's next engine a group that no longer exists.
+    """
+    import torch.distributed as dist
+    from deepspeed.utils import groups
+
+    world = getattr(groups, "_WORLD_GROUP", None)
+    release = getattr(groups, "_release_process_group_references", None)
+    if world is None or release is None:
+        return
+    if not dist.is_initialized() or world not in dist.distributed_c10d._world.pg_map:
+        release(None)
 
 
 def _without_shared_memory_collectives() -> None:

@@ -77,6 +77,7 @@ def test_a_gaudi_script_with_the_seeds_hpu_graph_code_runs_unchanged_in_lazy_mod
         "graphs_is_torch_hpu_graphs": True,
         "warm_up_compiles": True,
         "recompiles_after_warm_up": 0,
+        "recompile_reason": None,
         "dynamic_size_compiles": 1,
         "global_counted": True,
         "autocast": [True, False],

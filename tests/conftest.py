@@ -46,7 +46,41 @@ def _bridge_present() -> bool:
     return bridge_installed() and os.environ.get(settings.BACKEND_ENV) == "hpu"
 
 
+#: Test files whose tests start Python processes (each imports Lightning anew): the `slow` part of the suite.
+_SLOW_FILES = frozenset(
+    {
+        "test_examples_and_cli.py",
+        "test_gaudi_emulation.py",
+        "test_precision_example.py",
+        "test_readme_commands.py",
+        "test_recipe_cache_multiprocess.py",
+        "test_sigterm.py",
+        "test_user_errors.py",
+    }
+)
+
+
+#: Tests elsewhere that start processes too (two ranks, a killed writer, a fresh Python).
+_SLOW_TESTS = frozenset(
+    {
+        "test_two_process_zero2_seed_config_leaves_identical_replicated_weights",
+        "test_ddp_ranks_get_bucketed_grouped_disjoint_batches_with_masked_loss",
+        "test_two_processes_write_one_report_and_one_trace_per_global_rank",
+        "test_compile_example_runs_on_the_standin",
+        "test_a_kill_during_a_background_write_keeps_the_previous_checkpoint",
+        "test_two_processes_over_hccl_standin",
+        "test_a_process_exits_cleanly_after_backward_on_hpu",
+        "test_the_complete_blocks_run_on_the_stand_in",
+    }
+)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    slow = pytest.mark.slow
+    for item in items:
+        name = getattr(item, "originalname", item.name)
+        if item.path.name in _SLOW_FILES or name in _SLOW_TESTS or "multiprocess" in item.keywords:
+            item.add_marker(slow)
     if _bridge_present():
         return
     skip = pytest.mark.skip(reason="needs a Gaudi: run with LIGHTNING_HPU_BACKEND=hpu on a Gaudi machine")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import threading
+import time
 from pathlib import Path
 from typing import NamedTuple
 
@@ -73,28 +74,36 @@ def enable() -> None:
             torch._register_device_module("hpu", hpu_module)
 
 
-def _autograd_device_threads_started() -> bool:
-    """Whether torch's per-device autograd threads run in this process (they are named ``pt_autograd_<N>``)."""
+def _autograd_device_threads() -> list[Path]:
+    """The ``/proc`` entries of torch's per-device autograd threads (named ``pt_autograd_<N>``), if they run."""
     try:
-        return any(
-            (task / "comm").read_text().startswith("pt_autograd_") for task in Path("/proc/self/task").iterdir()
-        )
-    except OSError:  # not Linux: assume they run
+        tasks = list(Path("/proc/self/task").iterdir())
+        return [task for task in tasks if (task / "comm").read_text().startswith("pt_autograd_")]
+    except OSError:  # not Linux, or a thread ended while listed
+        return []
+
+
+def _all_waiting(threads: list[Path]) -> bool:
+    """Whether every one of ``threads`` is blocked (state ``S``): waiting for work, holding nothing."""
+    try:
+        return all((thread / "stat").read_text().rsplit(")", 1)[1].split()[0] == "S" for thread in threads)
+    except (OSError, IndexError):
         return True
 
 
 def _drain_autograd_worker() -> None:
-    """Let torch's autograd thread for hpu release every finished backward before the interpreter shuts down.
+    """Let torch's autograd threads for hpu release every finished backward before the interpreter shuts down.
 
-    Backward passes over hpu tensors run on torch's per-device autograd thread, which can hold the last reference
+    Backward passes over hpu tensors run on torch's per-device autograd threads, which can hold the last reference
     to a finished graph (and the Python objects of the thread-local state it captured) for a moment after
-    ``backward()`` returned. Dropped while Python finalizes, that reference aborts the process ("terminate called
-    without an active exception"). The thread serves one graph at a time, so a tiny backward run through it now,
-    while Python is fully alive, returns only after every earlier graph was released. It runs in a fresh thread,
-    whose thread-local state holds no Python object for the autograd thread to drop late, and only where the
-    autograd threads exist (starting them at exit would create the very race it removes).
+    ``backward()`` returned. Released while Python finalizes, that reference aborts the process ("terminate called
+    without an active exception"). So, while Python is fully alive: a tiny backward runs through the threads (each
+    serves one graph at a time, so every earlier graph is done when it returns), and then this waits, giving up the
+    GIL, until the threads are idle again, blocked on their queues with nothing left to release (at most 2 s).
+    Nothing happens where no autograd thread was started (starting them now would create the race it removes).
     """
-    if not _autograd_device_threads_started():
+    threads = _autograd_device_threads()
+    if not threads:
         return
 
     def tiny_backward() -> None:
@@ -107,6 +116,12 @@ def _drain_autograd_worker() -> None:
     drain = threading.Thread(target=tiny_backward, name="lightning-hpu-autograd-drain")
     drain.start()
     drain.join(timeout=10)
+    idle_polls = 0
+    for _ in range(400):
+        idle_polls = idle_polls + 1 if _all_waiting(threads) else 0
+        if idle_polls >= 3:
+            return
+        time.sleep(0.005)
 
 
 def device_count() -> int:

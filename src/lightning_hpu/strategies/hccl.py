@@ -33,6 +33,7 @@ from torch import Tensor
 from typing_extensions import override
 
 from lightning_hpu.strategies import collectives
+from lightning_hpu.strategies.rank_watchdog import RankWatchdogHooks
 from lightning_hpu.strategies.sigterm import SigtermAgreement
 
 #: ``DistributedDataParallel`` arguments as optimum-habana sets them on Gaudi (``GaudiTrainingArguments``'s
@@ -73,11 +74,11 @@ def init_hccl_process_group(
     return name
 
 
-class HCCLCollectiveOps(SigtermAgreement, ParallelStrategy):
+class HCCLCollectiveOps(RankWatchdogHooks, SigtermAgreement, ParallelStrategy):
     """Trainer mixin: ``reduce``, ``all_gather`` and ``broadcast`` with the ops and dtypes HCCL runs.
 
     It also brings :class:`SigtermAgreement`, so every HPU parallel strategy stops all ranks on SIGTERM without a
-    per-step device broadcast.
+    per-step device broadcast, and :class:`RankWatchdogHooks`, so no rank outlives a failed job.
     """
 
     @override

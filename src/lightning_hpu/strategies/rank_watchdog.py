@@ -1,0 +1,312 @@
+"""No rank left behind: when one rank of a job fails or stalls, every rank of the job exits, and says why.
+
+A collective that one rank never joins makes the others fail after the strategy's ``timeout``, but the stalled rank
+itself would stay alive, holding its HPU for the next job on the node. Launchers do not cover every case:
+Lightning's own launcher leaves ranks 1..n-1 running when rank 0 raises (its child observer dies with rank 0),
+and a rank on another node has no launcher in common with the failing one.
+
+:class:`RankWatchdog` uses the job's own rendezvous store (the TCP store at ``MASTER_ADDR:MASTER_PORT`` that every
+launcher provides: rank 0's, or ``torchrun``'s agent's) from a daemon thread of each rank:
+
+* every ``poll_seconds`` it publishes what the main thread is doing (``"training step 4"``, set by
+  :meth:`RankWatchdog.note`, a plain attribute write: nothing touches the device or the network per step) and
+  checks the job's abort key;
+* a rank whose run fails writes a report and the abort key (:meth:`RankWatchdog.abort`). When the failure is a
+  collective that timed out, it first waits a moment for the other ranks' reports: the ranks that did not time out
+  and whose activity has not changed are the ones that stalled, and the reason names them;
+* a rank that sees the abort key prints one line with the reason and exits at once (``os._exit``, status
+  :data:`ABORTED_EXIT_CODE`) wherever its main thread is, stalled in Python or blocked in a collective.
+
+Processes that Lightning's launcher starts are also tied to the process that started them
+(:func:`follow_launcher`): they get ``SIGKILL`` when it exits, however it exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any, TypeVar
+
+import torch.distributed as dist
+from lightning.fabric.utilities.distributed import _distributed_is_initialized
+from lightning.fabric.utilities.rank_zero import rank_zero_warn
+from lightning.pytorch.strategies import ParallelStrategy
+from lightning.pytorch.strategies.launchers import _MultiProcessingLauncher, _SubprocessScriptLauncher
+from typing_extensions import override
+
+_T = TypeVar("_T")
+
+#: Exit status of a rank stopped because another rank of its job failed.
+ABORTED_EXIT_CODE = 1
+
+#: Set by a process that starts ranks with Lightning's launcher: its pid, which those ranks follow.
+LAUNCHER_PID_ENV = "LIGHTNING_HPU_LAUNCHER_PID"
+
+_PR_SET_PDEATHSIG = 1
+
+#: Phrases of a collective that gave up waiting (gloo, HCCL, the store): the failure that a stalled rank causes.
+_TIMEOUT_PHRASES = ("timed out", "timeout", "connection closed by peer", "connection reset by peer")
+
+
+def follow_launcher() -> None:
+    """In a rank started by Lightning's launcher, die with the launching process (Linux ``PR_SET_PDEATHSIG``).
+
+    Does nothing in the launching process itself, in ranks that other launchers start, or off Linux. If the
+    launcher has already gone, the rank exits now.
+    """
+    launcher = os.environ.get(LAUNCHER_PID_ENV)
+    if launcher is None or int(launcher) == os.getpid() or not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    if os.getppid() != int(launcher):  # it exited before the signal was armed
+        _leave(f"the process that launched it (pid {launcher}) has exited")
+
+
+def mark_launcher() -> None:
+    """In a process about to start ranks with Lightning's launcher: let those ranks follow it."""
+    os.environ[LAUNCHER_PID_ENV] = str(os.getpid())
+
+
+def _leave(reason: str) -> None:
+    rank = os.environ.get("RANK", os.environ.get("LOCAL_RANK", "?"))
+    sys.stderr.write(f"lightning-hpu: rank {rank} stops: {reason}\n")
+    sys.stderr.flush()
+    os._exit(ABORTED_EXIT_CODE)
+
+
+def is_collective_timeout(error: BaseException) -> bool:
+    """Whether ``error`` is a collective (or the store) giving up on a rank that did not answer."""
+    text = str(error).lower()
+    return any(phrase in text for phrase in _TIMEOUT_PHRASES)
+
+
+class RankWatchdog:
+    """Watches the job's store for an abort from any rank; publishes this rank's activity. See the module doc."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        rank: int,
+        world_size: int,
+        job: str,
+        timeout: timedelta,
+        poll_seconds: float = 0.5,
+    ) -> None:
+        self.rank = rank
+        self.world_size = world_size
+        self.timeout = timeout
+        self.poll_seconds = poll_seconds
+        self._prefix = f"lightning_hpu/watchdog/{job}/"
+        self._store = dist.TCPStore(host, port, is_master=False, timeout=timedelta(seconds=10), wait_for_workers=False)
+        self._activity = "setting up"
+        self._activity_since = time.time()
+        self._published: str | None = None
+        self._aborting = False
+        self._stop = threading.Event()
+        self._lock = threading.Lock()  # one store request at a time from this process
+        self._thread = threading.Thread(target=self._watch, name="lightning-hpu-rank-watchdog", daemon=True)
+        self._thread.start()
+
+    def note(self, activity: str) -> None:
+        """Record what the main thread starts doing now (published by the watchdog thread)."""
+        self._activity = activity
+        self._activity_since = time.time()
+
+    def abort(self, error: BaseException) -> str:
+        """Tell every rank of the job to stop because of ``error`` on this rank; return the reason they are given.
+
+        Waits (a few seconds at most) until every rank has seen the abort, so that the store, which may live in this
+        process, outlasts their reading it.
+        """
+        self._aborting = True
+        lines = str(error).strip().splitlines()
+        failure = f"{type(error).__name__}: {lines[0] if lines else ''}"
+        reason = f"rank {self.rank} failed in {self._activity} ({failure})"
+        with contextlib.suppress(Exception):
+            self._request(lambda: self._store.set(self._key(f"failed/{self.rank}"), failure))
+            if is_collective_timeout(error):
+                reason = self._stall_reason(failure) or reason
+            proposal = json.dumps({"from": self.rank, "reason": reason})
+            first = self._request(lambda: self._store.compare_set(self._key("abort"), "", proposal))
+            reason = json.loads(first)["reason"]
+            self._acknowledge()
+            self._wait_for_acknowledgements()
+        return reason
+
+    def close(self) -> None:
+        """Stop watching (at the end of a run): the job's store may go away from now on."""
+        self._stop.set()
+        self._thread.join(timeout=5 * self.poll_seconds)
+
+    def _stall_reason(self, failure: str) -> str | None:
+        """Name the ranks that did not report a timeout: they never joined the collective the others waited in."""
+        deadline = time.monotonic() + max(2.0, 4 * self.poll_seconds)
+        failed: set[int] = set()
+        while time.monotonic() < deadline:
+            failed = {rank for rank in range(self.world_size) if self._reported_failure(rank)}
+            if len(failed) == self.world_size:
+                return None
+            time.sleep(self.poll_seconds / 2)
+        stalled = [rank for rank in range(self.world_size) if rank not in failed]
+        if not stalled:
+            return None
+        descriptions = []
+        now = time.time()
+        for rank in stalled:
+            activity = self._read_activity(rank)
+            where = f"in {activity[0]}, for {now - activity[1]:.0f} s" if activity else "without reporting"
+            descriptions.append(f"rank {rank} stalled ({where})")
+        return (
+            f"{' and '.join(descriptions)}: rank {self.rank} waited {self.timeout.total_seconds():.0f} s (the"
+            f" strategy's timeout) in {self._activity} for a collective it did not join ({failure})"
+        )
+
+    def _reported_failure(self, rank: int) -> bool:
+        return self._request(lambda: self._has(f"failed/{rank}"))
+
+    def _read_activity(self, rank: int) -> tuple[str, float] | None:
+        key = f"activity/{rank}"
+        if not self._request(lambda: self._has(key)):
+            return None
+        data = json.loads(self._request(lambda: self._store.get(self._key(key))))
+        return str(data["activity"]), float(data["since"])
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.poll_seconds):
+            try:
+                if not self._aborting and self._request(lambda: self._has("abort")):
+                    abort = json.loads(self._request(lambda: self._store.get(self._key("abort"))))
+                    self._acknowledge()
+                    _leave(abort["reason"])
+                self._publish_activity()
+            except Exception:  # the store's host exited: nothing more to learn from it
+                return
+
+    def _acknowledge(self) -> None:
+        self._request(lambda: self._store.add(self._key("acknowledged"), 1))
+
+    def _wait_for_acknowledgements(self) -> None:
+        deadline = time.monotonic() + 4 * self.poll_seconds + 2.0
+        while time.monotonic() < deadline:
+            if self._request(lambda: self._store.add(self._key("acknowledged"), 0)) >= self.world_size:
+                return
+            time.sleep(self.poll_seconds / 4)
+
+    def _publish_activity(self) -> None:
+        payload = json.dumps({"activity": self._activity, "since": self._activity_since})
+        if payload != self._published:
+            self._request(lambda: self._store.set(self._key(f"activity/{self.rank}"), payload))
+            self._published = payload
+
+    def _has(self, key: str) -> bool:
+        return bool(self._store.check([self._key(key)]))
+
+    def _key(self, name: str) -> str:
+        return self._prefix + name
+
+    def _request(self, call: Callable[[], _T]) -> _T:
+        with self._lock:
+            return call()
+
+
+class RankWatchdogHooks(ParallelStrategy):
+    """Trainer strategy mixin: the job's ranks exit together (:class:`RankWatchdog`, :func:`follow_launcher`).
+
+    Part of every HPU parallel strategy (through :class:`~lightning_hpu.strategies.hccl.HCCLCollectiveOps`).
+    """
+
+    _watchdog: RankWatchdog | None = None
+    _steps_started: dict[str, int] | None = None
+
+    @override
+    def _configure_launcher(self) -> None:
+        super()._configure_launcher()
+        if isinstance(self._launcher, (_SubprocessScriptLauncher, _MultiProcessingLauncher)) and not (
+            self.cluster_environment is not None and self.cluster_environment.creates_processes_externally
+        ):
+            mark_launcher()
+        else:
+            follow_launcher()
+
+    @override
+    def setup_environment(self) -> None:
+        follow_launcher()
+        super().setup_environment()
+        if self.world_size > 1 and _distributed_is_initialized():
+            self._watchdog = _start_watchdog(self.global_rank, self.world_size, getattr(self, "_timeout", None))
+        self._steps_started = {}
+
+    def _note_step(self, stage: str) -> None:
+        if self._watchdog is not None and self._steps_started is not None:
+            count = self._steps_started[stage] = self._steps_started.get(stage, 0) + 1
+            self._watchdog.note(f"{stage} step {count}")
+
+    @override
+    def training_step(self, *args: Any, **kwargs: Any) -> Any:
+        self._note_step("training")
+        return super().training_step(*args, **kwargs)
+
+    @override
+    def validation_step(self, *args: Any, **kwargs: Any) -> Any:
+        self._note_step("validation")
+        return super().validation_step(*args, **kwargs)
+
+    @override
+    def test_step(self, *args: Any, **kwargs: Any) -> Any:
+        self._note_step("test")
+        return super().test_step(*args, **kwargs)
+
+    @override
+    def predict_step(self, *args: Any, **kwargs: Any) -> Any:
+        self._note_step("predict")
+        return super().predict_step(*args, **kwargs)
+
+    @override
+    def on_exception(self, exception: BaseException) -> None:
+        super().on_exception(exception)
+        if self._watchdog is None or isinstance(exception, KeyboardInterrupt):
+            return
+        reason = self._watchdog.abort(exception)
+        sys.stderr.write(f"lightning-hpu: rank {self.global_rank} failed; the job stops: {reason}\n")
+        sys.stderr.flush()
+        if hasattr(exception, "add_note"):
+            exception.add_note(f"lightning-hpu: {reason}")
+
+    @override
+    def teardown(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.close()
+            self._watchdog = None
+        super().teardown()
+
+
+def _start_watchdog(rank: int, world_size: int, timeout: timedelta | None) -> RankWatchdog | None:
+    """A watchdog on the store of the job's process group (``MASTER_ADDR:MASTER_PORT``, which Lightning and every
+    launcher set); ``None``, with a warning, if that store cannot be reached (the run goes on unwatched)."""
+    try:
+        return RankWatchdog(
+            os.environ["MASTER_ADDR"],
+            int(os.environ["MASTER_PORT"]),
+            rank,
+            world_size,
+            job=_job_name(),
+            timeout=timeout or timedelta(minutes=30),
+        )
+    except (KeyError, ValueError, RuntimeError) as error:
+        rank_zero_warn(f"lightning-hpu: no rank watchdog for this run (the job's store is not reachable: {error}).")
+        return None
+
+
+def _job_name() -> str:
+    """This attempt of this job: ``torchrun`` keeps its store across restarts, so keys must not carry over."""
+    return f"{os.environ.get('TORCHELASTIC_RUN_ID', 'run')}-{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}"

@@ -1,0 +1,279 @@
+"""Two nodes of two HPUs on one machine, started by each launcher Gaudi clusters use; and no rank left behind.
+
+Every job runs ``launcher_scenarios.py``. The launches of a test run side by side (they are separate jobs, on
+separate ports), so the test costs about as much as its longest job.
+
+* Lightning's own launcher (``NODE_RANK``/``MASTER_ADDR`` on each node), ``torchrun`` (static rendezvous, one agent
+  per node), SLURM (the variables ``srun`` sets for each task) and ``mpirun`` (Open MPI; Lightning's
+  ``MPIEnvironment``): DDP, FSDP and FSDP2 weights equal one process on the concatenated batches, and each rank
+  drives the HPU its local rank names.
+* A rank that stalls: every process of the job exits non-zero within the strategy's timeout + 30 s, a child that
+  Lightning's launcher started included, and the first rank that gave up names the stalled one.
+* ``torchrun --max-restarts 1``: a rank killed mid-epoch, the restart resumes from ``last.ckpt`` and ends with the
+  weights of an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).parent
+SCENARIOS = TESTS / "launcher_scenarios.py"
+ROOT = TESTS.parent
+MPI_PREFIX = ROOT / "build" / "mpi"  # where scripts/setup.sh installs Open MPI and mpi4py
+_LAUNCH_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "WORLD_SIZE", "LOCAL_RANK", "RANK", "GROUP_RANK")
+STALL_TIMEOUT_S = 10
+DEVICES, NODES = 2, 2
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in _LAUNCH_VARIABLES and not key.startswith(("SLURM_", "TORCHELASTIC_", "OMPI_", "PMIX_"))
+    }
+    env.update(
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")])),
+        LIGHTNING_HPU_BACKEND="cpu",
+        LIGHTNING_HPU_CPU_DEVICES=str(DEVICES),
+        **extra,
+    )
+    return env
+
+
+def _mpi() -> tuple[str, str] | None:
+    """``(mpirun, PYTHONPATH entry for mpi4py)``: setup.sh's copy in build/mpi, else a system Open MPI."""
+    site_packages = sorted(MPI_PREFIX.glob("lib/python3*/site-packages"))
+    if (MPI_PREFIX / "bin" / "mpirun").exists() and site_packages:
+        return str(MPI_PREFIX / "bin" / "mpirun"), str(site_packages[0])
+    system = shutil.which("mpirun")
+    if system is not None:
+        try:
+            __import__("mpi4py")
+        except ImportError:
+            return None
+        return system, ""
+    return None
+
+
+_NO_MPI = "mpirun or mpi4py is absent: run scripts/setup.sh (installs both into build/mpi), or install openmpi-bin"
+
+
+class Job:
+    """The processes a launcher starts for one job (one per node, or one for the whole job), and their output."""
+
+    def __init__(self, name: str, out: Path) -> None:
+        self.name = name
+        self.out = out
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self.logs: list[Path] = []
+        self.ended_at: list[float] = []
+
+    def start(self, command: list[str], env: dict[str, str]) -> None:
+        log = self.out.parent / f"{self.name}-{len(self.processes)}.log"
+        self.logs.append(log)
+        with log.open("wb") as output:
+            self.processes.append(subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.STDOUT))
+
+    def wait(self, timeout: float) -> list[int]:
+        deadline = time.monotonic() + timeout
+        codes: list[int] = []
+        for process in self.processes:
+            try:
+                codes.append(process.wait(timeout=max(0.1, deadline - time.monotonic())))
+            except subprocess.TimeoutExpired:
+                codes.append(-999)
+        return codes
+
+    def kill(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.kill()
+
+    def output(self) -> str:
+        return "\n".join(f"--- {log.name}\n{log.read_text(errors='replace')[-4000:]}" for log in self.logs)
+
+    def reports(self) -> dict[int, dict]:
+        return {int(path.stem[4:]): json.loads(path.read_text()) for path in self.out.glob("rank*.json")}
+
+
+def _scenario(mode: str, out: Path, nodes: int, *extra: object) -> list[str]:
+    return [str(SCENARIOS), mode, str(out), str(DEVICES), str(nodes), *map(str, extra)]
+
+
+def _lightning_job(job: Job, mode: str, *extra: object, nodes: int = NODES) -> None:
+    port = str(_free_port())
+    for node in range(nodes):
+        env = _env(MASTER_ADDR="127.0.0.1", MASTER_PORT=port, NODE_RANK=str(node))
+        job.start([sys.executable, *_scenario(mode, job.out, nodes, *extra)], env)
+
+
+def _torchrun_job(job: Job, mode: str, *extra: object, nodes: int = NODES, restarts: int = 0) -> None:
+    port = str(_free_port())
+    for node in range(nodes):
+        command = [sys.executable, "-m", "torch.distributed.run", f"--nnodes={nodes}", f"--nproc-per-node={DEVICES}"]
+        command += [f"--node-rank={node}", "--master-addr=127.0.0.1", f"--master-port={port}"]
+        command += [f"--max-restarts={restarts}", "--monitor-interval=0.5"]
+        job.start([*command, *_scenario(mode, job.out, nodes, *extra)], _env())
+
+
+def _slurm_job(job: Job, mode: str) -> None:
+    """The tasks of ``srun --nodes 2 --ntasks-per-node 2``, with the variables srun gives each task."""
+    world = DEVICES * NODES
+    shared = {
+        "SLURM_JOB_ID": "4242",
+        "SLURM_JOB_NAME": "train",
+        "SLURM_NTASKS": str(world),
+        "SLURM_NTASKS_PER_NODE": str(DEVICES),
+        "SLURM_NNODES": str(NODES),
+        "SLURM_JOB_NUM_NODES": str(NODES),
+        "SLURM_NODELIST": "gaudi-[1-2]",
+        "SLURM_STEP_NUM_TASKS": str(world),
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(_free_port()),
+    }
+    for rank in range(world):
+        task = {
+            "SLURM_PROCID": str(rank),
+            "SLURM_LOCALID": str(rank % DEVICES),
+            "SLURM_NODEID": str(rank // DEVICES),
+            "SLURMD_NODENAME": f"gaudi-{1 + rank // DEVICES}",
+        }
+        job.start([sys.executable, *_scenario(mode, job.out, NODES)], _env(**shared, **task))
+
+
+def _mpirun_job(job: Job, mode: str, *extra: object, nodes: int = NODES) -> None:
+    mpi = _mpi()
+    assert mpi is not None
+    mpirun, mpi4py_path = mpi
+    env = _env(RANKS_PER_NODE=str(DEVICES))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [env["PYTHONPATH"], mpi4py_path]))
+    env["PATH"] = os.pathsep.join([str(Path(mpirun).parent), env.get("PATH", "")])
+    command = [mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(DEVICES * nodes)]
+    job.start([*command, sys.executable, str(TESTS / "as_mpi_node.py"), *_scenario(mode, job.out, nodes, *extra)], env)
+
+
+_EXPECTED_ENVIRONMENT = {
+    "lightning": "LightningEnvironment",
+    "torchrun": "TorchElasticEnvironment",
+    "slurm": "SLURMEnvironment",
+    "mpirun": "MPIEnvironment",
+}
+
+
+@pytest.mark.multiprocess
+def test_two_nodes_with_each_launcher_train_ddp_fsdp_and_fsdp2(tmp_path: Path) -> None:
+    jobs = {name: Job(name, tmp_path / name) for name in _EXPECTED_ENVIRONMENT}
+    _lightning_job(jobs["lightning"], "train")
+    _torchrun_job(jobs["torchrun"], "train")
+    _slurm_job(jobs["slurm"], "train")
+    if _mpi() is not None:
+        _mpirun_job(jobs["mpirun"], "train")
+    else:
+        del jobs["mpirun"]
+    try:
+        codes = {name: job.wait(timeout=420) for name, job in jobs.items()}
+    finally:
+        for job in jobs.values():
+            job.kill()
+    for name, job in jobs.items():
+        assert set(codes[name]) == {0}, f"{name}: exit codes {codes[name]}\n{job.output()}"
+        reports = job.reports()
+        assert sorted(reports) == [0, 1, 2, 3], name
+        for rank, report in reports.items():
+            assert report["environment"] == _EXPECTED_ENVIRONMENT[name], name
+            assert report["world_size"] == 4
+            assert (report["node_rank"], report["local_rank"]) == (rank // DEVICES, rank % DEVICES), (name, rank)
+            for strategy in ("ddp", "fsdp", "fsdp2"):
+                result = report[strategy]
+                assert result["devices"] == [f"hpu:{rank % DEVICES}"], (name, rank, strategy)
+                assert result["max_diff_to_reference"] < 1e-5, (name, rank, strategy, result)
+    if "mpirun" not in jobs:
+        pytest.skip(f"the mpirun leg did not run: {_NO_MPI}")
+
+
+def _pids(out: Path) -> dict[int, int]:
+    return {int(path.name[3:]): int(path.read_text()) for path in out.glob("pid*")}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.multiprocess
+def test_a_stalled_or_killed_rank_leaves_no_process_behind(tmp_path: Path) -> None:
+    """Stalls under Lightning's launcher (rank 1, a child of rank 0), torchrun (rank 0) and mpirun (rank 1).
+
+    The same run also restarts a torchrun job whose rank 1 was killed, from its last checkpoint.
+    """
+    stalls = {"lightning": 1, "torchrun": 0, "mpirun": 1}
+    if _mpi() is None:
+        del stalls["mpirun"]
+    jobs = {name: Job(name, tmp_path / name) for name in stalls}
+    launch = {"lightning": _lightning_job, "torchrun": _torchrun_job, "mpirun": _mpirun_job}
+    for name, stalled in stalls.items():
+        launch[name](jobs[name], "stall", stalled, STALL_TIMEOUT_S, nodes=1)
+    elastic = Job("elastic", tmp_path / "elastic")
+    _torchrun_job(elastic, "elastic", nodes=1, restarts=1)
+
+    pids: dict[str, dict[int, int]] = {name: {} for name in stalls}
+    stalled_at: dict[str, float] = {}
+    gone_at: dict[tuple[str, int], float] = {}
+    deadline = time.monotonic() + 300
+    try:
+        while time.monotonic() < deadline:
+            for name, job in jobs.items():
+                pids[name].update(_pids(job.out))
+                if name not in stalled_at and (job.out / "stalled").exists():
+                    stalled_at[name] = time.monotonic()
+                for rank, pid in pids[name].items():
+                    if (name, rank) not in gone_at and not _alive(pid):
+                        gone_at[name, rank] = time.monotonic()
+            all_gone = all(len(gone) == 2 for gone in ([k for k in gone_at if k[0] == n] for n in stalls))
+            if all_gone and all(job.processes[0].poll() is not None for job in jobs.values()):
+                break
+            time.sleep(0.2)
+        codes = {name: job.wait(timeout=5) for name, job in jobs.items()}
+        elastic_codes = elastic.wait(timeout=max(5.0, deadline - time.monotonic()))
+    finally:
+        for job in [*jobs.values(), elastic]:
+            job.kill()
+
+    for name, stalled in stalls.items():
+        job = jobs[name]
+        output = job.output()
+        assert name in stalled_at, f"{name}: the rank never stalled\n{output}"
+        assert len(pids[name]) == 2, (name, pids[name], output)
+        assert all(code != 0 for code in codes[name]), (name, codes[name], output)
+        for rank in (0, 1):
+            assert (name, rank) in gone_at, f"{name}: rank {rank} outlived the job\n{output}"
+            took = gone_at[name, rank] - stalled_at[name]
+            assert took < STALL_TIMEOUT_S + 30, (name, rank, took, output)
+        assert f"rank {stalled} stalled (in training step 3" in output, output
+        assert f"rank {stalled} stops:" in output, output  # the stalled rank was told why it had to go
+
+    assert set(elastic_codes) == {0}, elastic.output()
+    reports = elastic.reports()
+    assert sorted(reports) == [0, 1], elastic.output()
+    for report in reports.values():
+        assert report["restart"] == 1  # the second attempt finished the run
+        assert report["max_diff_to_reference"] < 1e-6, report

@@ -209,7 +209,7 @@ class KillOnce(ModelCheckpoint):
 def elastic(out: Path, devices: int, nodes: int) -> None:
     world_size = devices * nodes
     steps_per_epoch = 2
-    checkpoints = KillOnce(dirpath=out / "checkpoints", save_last=True, save_top_k=0, every_n_epochs=1)
+    checkpoints = KillOnce(dirpath=out / "checkpoints", save_last=True, every_n_epochs=1)
     trainer = _trainer(
         devices,
         nodes,

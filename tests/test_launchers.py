@@ -106,6 +106,10 @@ class Job:
                 process.kill()
 
     def output(self) -> str:
+        """Everything the job's processes printed."""
+        return "\n".join(f"--- {log.name}\n{log.read_text(errors='replace')}" for log in self.logs)
+
+    def tail(self) -> str:
         return "\n".join(f"--- {log.name}\n{log.read_text(errors='replace')[-4000:]}" for log in self.logs)
 
     def reports(self) -> dict[int, dict]:
@@ -192,7 +196,7 @@ def test_two_nodes_with_each_launcher_train_ddp_fsdp_and_fsdp2(tmp_path: Path) -
         for job in jobs.values():
             job.kill()
     for name, job in jobs.items():
-        assert set(codes[name]) == {0}, f"{name}: exit codes {codes[name]}\n{job.output()}"
+        assert set(codes[name]) == {0}, f"{name}: exit codes {codes[name]}\n{job.tail()}"
         reports = job.reports()
         assert sorted(reports) == [0, 1, 2, 3], name
         for rank, report in reports.items():
@@ -260,20 +264,21 @@ def test_a_stalled_or_killed_rank_leaves_no_process_behind(tmp_path: Path) -> No
 
     for name, stalled in stalls.items():
         job = jobs[name]
-        output = job.output()
-        assert name in stalled_at, f"{name}: the rank never stalled\n{output}"
-        assert len(pids[name]) == 2, (name, pids[name], output)
-        assert all(code != 0 for code in codes[name]), (name, codes[name], output)
+        output, tail = job.output(), job.tail()
+        assert name in stalled_at, f"{name}: the rank never stalled\n{tail}"
+        assert len(pids[name]) == 2, (name, pids[name], tail)
+        assert all(code != 0 for code in codes[name]), (name, codes[name], tail)
         for rank in (0, 1):
-            assert (name, rank) in gone_at, f"{name}: rank {rank} outlived the job\n{output}"
+            assert (name, rank) in gone_at, f"{name}: rank {rank} outlived the job\n{tail}"
             took = gone_at[name, rank] - stalled_at[name]
-            assert took < STALL_TIMEOUT_S + 30, (name, rank, took, output)
-        assert f"rank {stalled} stalled (in training step 3" in output, output
-        assert f"rank {stalled} stops:" in output, output  # the stalled rank was told why it had to go
+            assert took < STALL_TIMEOUT_S + 30, (name, rank, took, tail)
+        # The rank that gave up names the stalled one, and the stalled rank is told why it has to go.
+        assert f"rank {stalled} stalled (in training step 3" in output, tail
+        assert f"rank {stalled} stops: rank {stalled} stalled" in output, tail
 
-    assert set(elastic_codes) == {0}, elastic.output()
+    assert set(elastic_codes) == {0}, elastic.tail()
     reports = elastic.reports()
-    assert sorted(reports) == [0, 1], elastic.output()
+    assert sorted(reports) == [0, 1], elastic.tail()
     for report in reports.values():
         assert report["restart"] == 1  # the second attempt finished the run
         assert report["max_diff_to_reference"] < 1e-6, report

@@ -32,7 +32,7 @@ from lightning.pytorch.strategies.strategy import TBroadcast
 from torch import Tensor
 from typing_extensions import override
 
-from lightning_hpu.strategies import collectives
+from lightning_hpu.strategies import collectives, elastic
 from lightning_hpu.strategies.rank_watchdog import RankWatchdogHooks
 from lightning_hpu.strategies.sigterm import SigtermAgreement
 
@@ -70,7 +70,8 @@ def init_hccl_process_group(
     """
     name = hccl_backend_name(world_size, global_rank, local_rank, process_group_backend)
     assert cluster_environment is not None
-    _init_dist_connection(cluster_environment, name, timeout=timeout)
+    store = elastic.attempt_store(timeout)
+    _init_dist_connection(cluster_environment, name, timeout=timeout, **({"store": store} if store else {}))
     return name
 
 

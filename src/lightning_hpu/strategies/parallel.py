@@ -178,4 +178,3 @@ class HPUParallelStrategy(HPUStrategyHooks, LastBatchHooks, HCCLCollectivesHooks
         strategy_registry.register(
             "hpu_fast_ddp", cls, description=f"{cls.__name__}: one fused gradient all-reduce per step", fast_ddp=True
         )
-

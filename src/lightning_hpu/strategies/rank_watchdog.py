@@ -53,7 +53,7 @@ LAUNCHER_PID_ENV = "LIGHTNING_HPU_LAUNCHER_PID"
 _PR_SET_PDEATHSIG = 1
 
 #: Phrases of a collective that gave up waiting (gloo, HCCL, the store): the failure that a stalled rank causes.
-_TIMEOUT_PHRASES = ("timed out", "timeout", "connection closed by peer", "connection reset by peer")
+_TIMEOUT_PHRASES = ("timed out", "timeout")
 
 
 def follow_launcher() -> None:
@@ -68,7 +68,7 @@ def follow_launcher() -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
     if os.getppid() != int(launcher):  # it exited before the signal was armed
-        _leave(f"the process that launched it (pid {launcher}) has exited")
+        _leave(f"the process that launched it (pid {launcher}) has exited", os.environ.get("LOCAL_RANK", "?"))
 
 
 def mark_launcher() -> None:
@@ -76,8 +76,7 @@ def mark_launcher() -> None:
     os.environ[LAUNCHER_PID_ENV] = str(os.getpid())
 
 
-def _leave(reason: str) -> None:
-    rank = os.environ.get("RANK", os.environ.get("LOCAL_RANK", "?"))
+def _leave(reason: str, rank: int | str = "?") -> None:
     sys.stderr.write(f"lightning-hpu: rank {rank} stops: {reason}\n")
     sys.stderr.flush()
     os._exit(ABORTED_EXIT_CODE)
@@ -187,7 +186,7 @@ class RankWatchdog:
                 if not self._aborting and self._request(lambda: self._has("abort")):
                     abort = json.loads(self._request(lambda: self._store.get(self._key("abort"))))
                     self._acknowledge()
-                    _leave(abort["reason"])
+                    _leave(abort["reason"], self.rank)
                 self._publish_activity()
             except Exception:  # the store's host exited: nothing more to learn from it
                 return

@@ -71,7 +71,10 @@ def init_hccl_process_group(
     name = hccl_backend_name(world_size, global_rank, local_rank, process_group_backend)
     assert cluster_environment is not None
     store = elastic.attempt_store(timeout)
-    _init_dist_connection(cluster_environment, name, timeout=timeout, **({"store": store} if store else {}))
+    if store is None:
+        _init_dist_connection(cluster_environment, name, timeout=timeout)
+    else:
+        _init_dist_connection(cluster_environment, name, timeout=timeout, store=store)
     return name
 
 

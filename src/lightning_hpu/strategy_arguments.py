@@ -37,7 +37,7 @@ def install() -> None:
     for strategy_cls in RECORDED_CLASSES:
         init = strategy_cls.__dict__["__init__"]
         if not hasattr(init, _MARKER):
-            setattr(strategy_cls, "__init__", _recording(init))
+            strategy_cls.__init__ = _recording(init)  # type: ignore[misc]
 
 
 def init_arguments(strategy: object) -> tuple[tuple[Any, ...], dict[str, Any]] | None:

@@ -15,7 +15,7 @@ import importlib.util
 if importlib.util.find_spec("ray") is None:
     raise ImportError("lightning_hpu.ray needs Ray Train: `pip install 'lightning-hpu[ray]'`.")
 
-from lightning_hpu.ray.strategies import HPURayDDPStrategy, HPURayDeepSpeedStrategy, HPURayFSDPStrategy  # noqa: E402
-from lightning_hpu.ray.twins import hpu_twin_of  # noqa: E402
+from lightning_hpu.ray.strategies import HPURayDDPStrategy, HPURayDeepSpeedStrategy, HPURayFSDPStrategy
+from lightning_hpu.ray.twins import hpu_twin_of
 
 __all__ = ["HPURayDDPStrategy", "HPURayDeepSpeedStrategy", "HPURayFSDPStrategy", "hpu_twin_of"]

@@ -37,7 +37,6 @@ class RayWorkerHooks(ParallelStrategy):
         return {"num_replicas": self.world_size, "rank": self.global_rank}
 
     @property
-    @override
     def num_processes(self) -> int:
         """Workers per node: Lightning sees one device per worker, Ray knows how many share the node."""
         return worker.world_shape()[1]

@@ -150,3 +150,11 @@ def test_a_gloo_process_group_from_ray_is_refused_naming_the_torch_config(monkey
     monkeypatch.setattr(worker.dist, "get_backend", lambda: "gloo")
     with pytest.raises(HPUConfigurationError, match=r"'gloo' process group.*TorchConfig\(backend='hccl'\)"):
         worker.check_process_group()
+
+
+def test_the_twins_are_importable_from_the_package() -> None:
+    import lightning_hpu
+
+    assert lightning_hpu.HPURayDDPStrategy is HPURayDDPStrategy
+    assert lightning_hpu.HPURayFSDPStrategy is HPURayFSDPStrategy
+    assert lightning_hpu.HPURayDeepSpeedStrategy is HPURayDeepSpeedStrategy

@@ -24,12 +24,16 @@ from lightning_hpu.strategies import HPUDeepSpeedStrategy, HPUFSDPStrategy, HPUP
 class RayWorkerHooks(ParallelStrategy):
     """Strategy mixin for a Ray Train worker: its HPU is the one Ray assigned, its world is Ray's job."""
 
+    _worker_device: torch.device | None = None
+
     @property
     @override
     def root_device(self) -> torch.device:
         """This worker's HPU (``hpu:<module>`` on the stand-in), bound to the module Ray assigned on first use."""
-        worker.bind_to_assigned_hpu()
-        return require_backend().torch_device()
+        if self._worker_device is None:
+            worker.bind_to_assigned_hpu()
+            self._worker_device = require_backend().torch_device()
+        return self._worker_device
 
     @property
     @override

@@ -33,6 +33,18 @@ ROOT = Path(__file__).resolve().parents[1]
 WORKERS = 2
 EPOCHS = 2  # ray_train_scenario.EPOCHS
 BATCH_SIZE = 8  # RegressionModel's, per worker
+#: Variables of this test session that a Ray job started from a fresh shell would not have (Ray sets its own).
+_INHERITED = (
+    "HLS_MODULE_ID",
+    "HABANA_VISIBLE_MODULES",
+    "PT_HPU_LAZY_MODE",
+    "LOCAL_RANK",
+    "RANK",
+    "WORLD_SIZE",
+    "NODE_RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+)
 TWINS = {"ddp": "HPURayDDPStrategy", "fsdp": "HPURayFSDPStrategy", "deepspeed": "HPURayDeepSpeedStrategy"}
 
 
@@ -73,7 +85,7 @@ def _assert_weights(weights: dict[str, Any], reference: dict[str, list[float]]) 
 @pytest.fixture(scope="module")
 def ray_job(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("ray_train")
-    env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
+    env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_") and key not in _INHERITED}
     env.update(
         PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"), str(ROOT), env.get("PYTHONPATH")])),
         LIGHTNING_HPU_BACKEND="cpu",

@@ -52,6 +52,7 @@ _SLOW_FILES = frozenset(
         "test_examples_and_cli.py",
         "test_gaudi_emulation.py",
         "test_precision_example.py",
+        "test_ray_train.py",
         "test_readme_commands.py",
         "test_recipe_cache_multiprocess.py",
         "test_sigterm.py",
@@ -71,6 +72,7 @@ _SLOW_TESTS = frozenset(
         "test_two_processes_over_hccl_standin",
         "test_a_process_exits_cleanly_after_backward_on_hpu",
         "test_the_complete_blocks_run_on_the_stand_in",
+        "test_importing_the_package_does_not_import_ray",
     }
 )
 

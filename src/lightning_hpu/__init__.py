@@ -6,6 +6,8 @@ the CPU stand-in. Outside the tested torch, Lightning and Python versions (READM
 once.
 """
 
+from typing import Any
+
 from lightning_hpu.accelerator import HPUAccelerator
 from lightning_hpu.autocast_ops import set_autocast_op_lists
 from lightning_hpu.compat import UntestedVersionWarning, warn_if_untested
@@ -42,6 +44,19 @@ __version__ = "0.1.0"
 #: lightning-habana's names for the same classes (README, "Coming from lightning-habana").
 HPUDDPStrategy = HPUParallelStrategy
 HPUFSDPPrecision = HPUFSDPPrecisionPlugin
+
+#: Ray Train's HPU strategies (:mod:`lightning_hpu.ray`), imported on first use: ``import lightning_hpu`` does not
+#: import Ray, which is an optional dependency (``pip install 'lightning-hpu[ray]'``).
+_RAY_NAMES = ("HPURayDDPStrategy", "HPURayDeepSpeedStrategy", "HPURayFSDPStrategy")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _RAY_NAMES:
+        from lightning_hpu import ray as ray_strategies
+
+        return getattr(ray_strategies, name)
+    raise AttributeError(f"module 'lightning_hpu' has no attribute {name!r}")
+
 
 __all__ = [
     "BucketPadCollate",

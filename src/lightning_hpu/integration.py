@@ -8,7 +8,9 @@ and would pick CUDA mixed precision. :func:`install` wraps a few private methods
 * a missing HPU fails with one sentence naming ``LIGHTNING_HPU_BACKEND``, and bad ``devices`` with one naming it;
 * the strategy is an HPU strategy (``hpu_single``, or ``hpu_parallel`` for several devices or nodes), every
   Lightning strategy name maps to its HPU twin with the name's preset settings or is refused naming the HPU
-  strategy to use (the tables are in :mod:`lightning_hpu.names`), and a non-HPU strategy object is refused;
+  strategy to use (the tables are in :mod:`lightning_hpu.names`), Ray Train's strategy objects become their HPU
+  twins (:mod:`lightning_hpu.ray`) with the arguments they were built with, and other non-HPU strategy objects
+  are refused;
 * the precision plugin is the HPU one (with DeepSpeed, the HPU DeepSpeed precision, which adds fp8);
 * ``Trainer(profiler="hpu")`` builds an :class:`~lightning_hpu.HPUProfiler` (Lightning's profiler names still work);
 * under the HPU parallel strategies (:class:`~lightning_hpu.strategies.sigterm.SigtermAgreement`), SIGTERM is
@@ -47,7 +49,7 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 from lightning_utilities.core import rank_zero as rank_zero_module
 from typing_extensions import override
 
-from lightning_hpu import names
+from lightning_hpu import names, strategy_arguments
 from lightning_hpu.devices import check_devices_syntax
 from lightning_hpu.fabric.accelerator import HPUAccelerator as FabricHPUAccelerator
 from lightning_hpu.fabric.precision import PRECISION_ALIASES, HPUPrecisionInput
@@ -244,6 +246,10 @@ def _install_on(connector_cls: type, fabric: bool) -> None:
     def strategy_fallback(original: Callable[..., None]) -> Callable[..., None]:
         def wrapper(self: Any) -> None:
             flag = self._strategy_flag
+            if is_hpu(self._accelerator_flag) and isinstance(flag, strategy_base) and not isinstance(flag, hooks_cls):
+                twin_object = names.hpu_twin_of_object(flag)  # Ray's strategies: their HPU twin, same arguments
+                if twin_object is not None:
+                    self._strategy_flag = twin_object
             if is_hpu(self._accelerator_flag) and isinstance(flag, str):
                 registry = _strategy_registry(fabric)
                 twin = names.hpu_strategy_for(flag, registry, lambda cls: issubclass(cls, hooks_cls), owner)
@@ -478,6 +484,7 @@ def is_installed() -> bool:
 def install() -> None:
     """Wrap the Trainer's and Fabric's connectors for HPU, and add the HPU start-up line (idempotent)."""
     _install_device_info_line()
+    strategy_arguments.install()
     if is_installed():
         return
     _check_connector(_AcceleratorConnector)

@@ -10,6 +10,7 @@ classes of the same family have the same name.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -64,6 +65,10 @@ REFUSED_SETTINGS: dict[tuple[str, Any], Refusal] = {
     ),
 }
 
+#: Strategy objects of other projects that run on HPU as an HPU twin, by the module their class comes from: the
+#: function (lazily imported, so that the other project stays optional) that builds the twin from the object.
+HPU_STRATEGY_OBJECT_TWINS: dict[str, str] = {"ray.train.lightning": "lightning_hpu.ray.twins:hpu_twin_of"}
+
 #: Profiler names of ``Trainer(profiler=...)`` added to Lightning's, and the class each builds (lazily imported).
 HPU_PROFILERS: dict[str, str] = {"hpu": "lightning_hpu.profiler:HPUProfiler"}
 
@@ -108,6 +113,17 @@ def build_strategy(registry: Mapping[str, Any], name: str, settings: Mapping[str
     """The strategy registered as ``name``, with ``settings`` over its registered ones."""
     entry = registry[name]
     return entry["strategy"](**{**entry["init_params"], **settings})
+
+
+def hpu_twin_of_object(strategy: object) -> Any | None:
+    """The HPU twin of a strategy object whose class derives from one of :data:`HPU_STRATEGY_OBJECT_TWINS` (Ray's),
+    ``None`` for other objects. Call it for objects that are not HPU strategies already."""
+    modules = {base.__module__ for base in type(strategy).__mro__}
+    for prefix, target in HPU_STRATEGY_OBJECT_TWINS.items():
+        if any(module == prefix or module.startswith(prefix + ".") for module in modules):
+            module_name, function_name = target.split(":")
+            return getattr(importlib.import_module(module_name), function_name)(strategy)
+    return None
 
 
 def refuse_strategy_instance(strategy: object, owner: str) -> HPUConfigurationError:

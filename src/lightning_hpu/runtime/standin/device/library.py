@@ -8,7 +8,6 @@ object. It is never built or loaded next to the Intel Gaudi bridge, which regist
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import sys
@@ -18,15 +17,16 @@ from pathlib import Path
 
 import torch
 
+import _lightning_hpu_device
 import _lightning_hpu_emulation
 from lightning_hpu.runtime.base import HPUNotAvailableError
 
-EXTENSIONS_DIR_ENV = "LIGHTNING_HPU_EXTENSIONS_DIR"
-LIBRARY_NAME = "lightning_hpu_standin_device"
-_CSRC = Path(__file__).with_name("csrc")
-_SOURCES = ("hpu_device.cpp", "hpu_kernels.cpp", "hpu_autocast.cpp")
-_CFLAGS = ("-O2",)
-_READY = "ready"
+EXTENSIONS_DIR_ENV = _lightning_hpu_device.EXTENSIONS_DIR_ENV
+LIBRARY_NAME = _lightning_hpu_device.LIBRARY_NAME
+_CSRC = _lightning_hpu_device.CSRC
+_SOURCES = _lightning_hpu_device.SOURCES
+_CFLAGS = _lightning_hpu_device.CFLAGS
+_READY = _lightning_hpu_device.READY
 
 _lock = threading.Lock()
 _loaded = False
@@ -37,38 +37,17 @@ class DeviceLibraryError(HPUNotAvailableError):
 
 
 def _fingerprint() -> str:
-    """What the built library depends on: its sources, the flags, torch's build and the Python ABI."""
-    digest = hashlib.sha256()
-    for name in sorted(path.name for path in _CSRC.iterdir()):
-        digest.update(name.encode())
-        digest.update((_CSRC / name).read_bytes())
-    digest.update(" ".join(_CFLAGS).encode())
-    digest.update(torch.__version__.encode())
-    digest.update(str(torch._C._GLIBCXX_USE_CXX11_ABI).encode())
-    digest.update(sys.implementation.cache_tag.encode())
-    return digest.hexdigest()[:16]
-
-
-def _writable(path: Path) -> bool:
-    probe = path
-    while not probe.exists():
-        probe = probe.parent
-    return os.access(probe, os.W_OK)
+    return _lightning_hpu_device.fingerprint(torch.__version__, bool(torch._C._GLIBCXX_USE_CXX11_ABI))
 
 
 def cache_root() -> Path:
     """Where built libraries are kept (one folder per torch build and source version)."""
-    configured = os.environ.get(EXTENSIONS_DIR_ENV, "").strip()
-    if configured:
-        return Path(configured).expanduser()
-    in_prefix = Path(sys.prefix) / "var" / "lightning_hpu"
-    return in_prefix if _writable(in_prefix) else Path.home() / ".cache" / "lightning_hpu"
+    return _lightning_hpu_device.cache_root()
 
 
 def build_directory() -> Path:
     """The folder of the library for this torch build (a changed source rebuilds there, incrementally)."""
-    version = torch.__version__.replace("+", "_")
-    return cache_root() / f"torch-{version}-{sys.implementation.cache_tag}"
+    return _lightning_hpu_device.build_directory(torch.__version__)
 
 
 def _refuse_next_to_bridge() -> None:
@@ -127,14 +106,25 @@ def load_device_library() -> None:
         if _loaded:
             return
         _refuse_next_to_bridge()
-        directory = build_directory()
-        shared_object = directory / f"{LIBRARY_NAME}.so"
-        ready = directory / _READY
-        if ready.exists() and ready.read_text() == _fingerprint() and shared_object.exists():
-            torch.ops.load_library(str(shared_object))
+        shared_object = _lightning_hpu_device.built_library(torch.__version__, bool(torch._C._GLIBCXX_USE_CXX11_ABI))
+        if shared_object is not None:
+            torch.ops.load_library(str(shared_object))  # a no-op when torch's start-up already loaded it
         else:
-            _build(directory)  # torch's builder loads what it built
+            _build(build_directory())  # torch's builder loads what it built
+        _check_accelerator()
         _loaded = True
+
+
+def _check_accelerator() -> None:
+    """torch fixes its accelerator once per process; if it fixed "none" before the device came, autograd fails."""
+    if not hasattr(torch, "accelerator") or torch.accelerator.current_accelerator() is not None:
+        return  # the hpu device is torch's accelerator (or, on a CUDA build of torch, CUDA is)
+    raise DeviceLibraryError(
+        "torch settled on having no accelerator in this process before the stand-in's hpu device loaded (a"
+        " backward pass or a torch.accelerator call ran first), so autograd cannot use hpu tensors: set"
+        " LIGHTNING_HPU_BACKEND=cpu before Python starts, with lightning-hpu installed by pip and its device"
+        " built (scripts/setup.sh), so that the device loads with torch."
+    )
 
 
 def is_loaded() -> bool:

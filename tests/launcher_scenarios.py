@@ -10,6 +10,9 @@
     DDP with ``timeout=TIMEOUT_S``; at its third training step ``STALLED_RANK`` sleeps instead of training. Each rank
     writes ``OUT/pid<r>`` when it starts training, so the test can see that no process outlives the job.
 
+``python launcher_scenarios.py fabric_fail OUT DEVICES NODES``
+    Fabric: rank 1 raises while rank 0 sleeps (a rank that fails, with the store's host stalled).
+
 ``python launcher_scenarios.py elastic OUT DEVICES NODES``
     Lightning's fault-tolerant pattern under ``torchrun --max-restarts 1``: a checkpoint at every epoch's end,
     ``fit(ckpt_path="last")``; in the first attempt rank 1 kills itself (``SIGKILL``) in the middle of epoch 2. Each
@@ -197,6 +200,20 @@ def stall(out: Path, devices: int, nodes: int, stalled_rank: int, timeout_s: flo
     trainer.fit(model, _loader(world_size, 100))
 
 
+def fabric_fail(out: Path, devices: int, nodes: int) -> None:
+    """Fabric: rank 0 stalls in a long host computation while rank 1 raises; rank 0 must not stay behind."""
+    from lightning.fabric import Fabric
+
+    fabric = Fabric(accelerator="hpu", devices=devices, num_nodes=nodes, strategy="hpu_ddp")
+    fabric.launch()
+    (out / f"pid{fabric.global_rank}").write_text(str(os.getpid()))
+    fabric.barrier()
+    (out / "stalled").write_text(str(time.time()))
+    if fabric.global_rank == 1:
+        raise ValueError("rank 1's data shard is missing")
+    time.sleep(3600)
+
+
 class KillOnce(ModelCheckpoint):
     """Saves ``last.ckpt`` at every epoch's end; in the first attempt, rank 1 dies mid-epoch 2."""
 
@@ -237,6 +254,8 @@ def main(argv: list[str]) -> None:
         train(out, devices, nodes)
     elif mode == "stall":
         stall(out, devices, nodes, stalled_rank=int(argv[4]), timeout_s=float(argv[5]))
+    elif mode == "fabric_fail":
+        fabric_fail(out, devices, nodes)
     elif mode == "elastic":
         elastic(out, devices, nodes)
     else:

@@ -225,17 +225,21 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.multiprocess
 def test_a_stalled_or_killed_rank_leaves_no_process_behind(tmp_path: Path) -> None:
-    """Stalls under Lightning's launcher (rank 1, a child of rank 0), torchrun (rank 0) and mpirun (rank 1).
+    """Stalls under Lightning's launcher (rank 1, a child of rank 0), torchrun (rank 0) and mpirun (rank 1); a
+    Fabric rank that raises while rank 0 sleeps.
 
     The same run also restarts a torchrun job whose rank 1 was killed, from its last checkpoint.
     """
-    stalls = {"lightning": 1, "torchrun": 0, "mpirun": 1}
+    stalls = {"lightning": 1, "torchrun": 0, "mpirun": 1, "fabric": 0}
     if _mpi() is None:
         del stalls["mpirun"]
     jobs = {name: Job(name, tmp_path / name) for name in stalls}
     launch = {"lightning": _lightning_job, "torchrun": _torchrun_job, "mpirun": _mpirun_job}
     for name, stalled in stalls.items():
-        launch[name](jobs[name], "stall", stalled, STALL_TIMEOUT_S, nodes=1)
+        if name == "fabric":
+            _lightning_job(jobs[name], "fabric_fail", nodes=1)
+        else:
+            launch[name](jobs[name], "stall", stalled, STALL_TIMEOUT_S, nodes=1)
     elastic = Job("elastic", tmp_path / "elastic")
     _torchrun_job(elastic, "elastic", nodes=1, restarts=1)
 
@@ -272,6 +276,9 @@ def test_a_stalled_or_killed_rank_leaves_no_process_behind(tmp_path: Path) -> No
             assert (name, rank) in gone_at, f"{name}: rank {rank} outlived the job\n{tail}"
             took = gone_at[name, rank] - stalled_at[name]
             assert took < STALL_TIMEOUT_S + 30, (name, rank, took, tail)
+        if name == "fabric":  # rank 1 raised: rank 0, asleep and hosting the store, leaves with rank 1's reason
+            assert "rank 0 stops: rank 1 failed" in output and "data shard is missing" in output, tail
+            continue
         # The rank that gave up names the stalled one, and the stalled rank is told why it has to go.
         assert f"rank {stalled} stalled (in training step 3" in output, tail
         assert f"rank {stalled} stops: rank {stalled} stalled" in output, tail

@@ -33,7 +33,7 @@ from torch import Tensor
 from typing_extensions import override
 
 from lightning_hpu.strategies import collectives, elastic
-from lightning_hpu.strategies.rank_watchdog import RankWatchdogHooks
+from lightning_hpu.strategies.rank_watchdog import FabricRankWatchdogHooks, RankWatchdogHooks
 from lightning_hpu.strategies.sigterm import SigtermAgreement
 
 #: ``DistributedDataParallel`` arguments as optimum-habana sets them on Gaudi (``GaudiTrainingArguments``'s
@@ -127,8 +127,11 @@ class HCCLCollectivesHooks(HCCLCollectiveOps, DDPStrategy):
         return None
 
 
-class FabricHCCLCollectiveOps(FabricParallelStrategy):
-    """Fabric mixin: ``all_reduce``, ``all_gather`` and ``broadcast`` with the ops and dtypes HCCL runs."""
+class FabricHCCLCollectiveOps(FabricRankWatchdogHooks, FabricParallelStrategy):
+    """Fabric mixin: ``all_reduce``, ``all_gather`` and ``broadcast`` with the ops and dtypes HCCL runs.
+
+    It also brings :class:`FabricRankWatchdogHooks`, so no rank outlives a failed job.
+    """
 
     @override
     def all_reduce(

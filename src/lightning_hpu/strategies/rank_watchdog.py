@@ -33,9 +33,13 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, TypeVar
 
 import torch.distributed as dist
+from lightning.fabric.strategies import ParallelStrategy as FabricParallelStrategy
+from lightning.fabric.strategies.launchers import _MultiProcessingLauncher as _FabricMultiProcessingLauncher
+from lightning.fabric.strategies.launchers import _SubprocessScriptLauncher as _FabricSubprocessScriptLauncher
 from lightning.fabric.utilities.distributed import _distributed_is_initialized
 from lightning.fabric.utilities.rank_zero import rank_zero_warn
 from lightning.pytorch.strategies import ParallelStrategy
@@ -79,7 +83,32 @@ def mark_launcher() -> None:
 def _leave(reason: str, rank: int | str = "?") -> None:
     sys.stderr.write(f"lightning-hpu: rank {rank} stops: {reason}\n")
     sys.stderr.flush()
+    if os.environ.get(LAUNCHER_PID_ENV) == str(os.getpid()):
+        # The ranks this process started die with it: let a failing one finish printing its error first.
+        _wait_for_children(seconds=5.0)
     os._exit(ABORTED_EXIT_CODE)
+
+
+def _wait_for_children(seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and _child_pids():
+        time.sleep(0.1)
+
+
+def _child_pids() -> list[int]:
+    """The live child processes of this one (Linux ``/proc``; none elsewhere)."""
+    children: list[int] = []
+    for task in Path("/proc/self/task").glob("*/children"):
+        with contextlib.suppress(OSError):
+            children += [int(pid) for pid in task.read_text().split() if _running(int(pid))]
+    return children
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def is_collective_timeout(error: BaseException) -> bool:
@@ -230,12 +259,7 @@ class RankWatchdogHooks(ParallelStrategy):
     @override
     def _configure_launcher(self) -> None:
         super()._configure_launcher()
-        if isinstance(self._launcher, (_SubprocessScriptLauncher, _MultiProcessingLauncher)) and not (
-            self.cluster_environment is not None and self.cluster_environment.creates_processes_externally
-        ):
-            mark_launcher()
-        else:
-            follow_launcher()
+        _mark_or_follow_launcher(self)
 
     @override
     def setup_environment(self) -> None:
@@ -287,6 +311,55 @@ class RankWatchdogHooks(ParallelStrategy):
             self._watchdog.close()
             self._watchdog = None
         super().teardown()
+
+
+class FabricRankWatchdogHooks(FabricParallelStrategy):
+    """Fabric strategy mixin: the job's ranks exit together. A rank's uncaught exception stops every rank."""
+
+    _watchdog: RankWatchdog | None = None
+
+    @override
+    def _configure_launcher(self) -> None:
+        super()._configure_launcher()
+        _mark_or_follow_launcher(self)
+
+    @override
+    def setup_environment(self) -> None:
+        follow_launcher()
+        super().setup_environment()
+        if self.world_size > 1 and _distributed_is_initialized() and self._watchdog is None:
+            self._watchdog = _start_watchdog(self.global_rank, self.world_size, getattr(self, "_timeout", None))
+            if self._watchdog is not None:
+                _abort_on_uncaught_exception(self._watchdog, self.global_rank)
+
+
+def _abort_on_uncaught_exception(watchdog: RankWatchdog, rank: int) -> None:
+    """Fabric has no exception hook of its own: the rank's uncaught exception tells the other ranks to stop."""
+    previous = sys.excepthook
+
+    def abort_then_report(kind: type[BaseException], error: BaseException, traceback: Any) -> None:
+        if not isinstance(error, KeyboardInterrupt):
+            reason = watchdog.abort(error)
+            sys.stderr.write(f"lightning-hpu: rank {rank} failed; the job stops: {reason}\n")
+        previous(kind, error, traceback)
+
+    sys.excepthook = abort_then_report
+
+
+def _mark_or_follow_launcher(strategy: ParallelStrategy | FabricParallelStrategy) -> None:
+    """The process that starts ranks with Lightning's launcher marks itself; the ranks it starts follow it."""
+    launchers = (
+        _SubprocessScriptLauncher,
+        _MultiProcessingLauncher,
+        _FabricSubprocessScriptLauncher,
+        _FabricMultiProcessingLauncher,
+    )
+    environment = strategy.cluster_environment
+    external = environment is not None and environment.creates_processes_externally
+    if isinstance(strategy._launcher, launchers) and not external:
+        mark_launcher()
+    else:
+        follow_launcher()
 
 
 def _start_watchdog(rank: int, world_size: int, timeout: timedelta | None) -> RankWatchdog | None:

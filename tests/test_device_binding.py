@@ -104,3 +104,20 @@ def test_set_device_asserts_as_the_bridge_does(four_hpus: Any, monkeypatch: pyte
     monkeypatch.setenv("HABANA_VISIBLE_MODULES", "0,5")
     with pytest.raises(ValueError, match=r"HPU module\(s\) \[5\] are not emulated"):
         four_hpus.set_device(0)
+
+
+def test_an_unbound_process_opens_the_first_visible_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As the bridge does: ``HABANA_VISIBLE_MODULES=2`` (what Ray gives a worker) means module 2, not module 0."""
+    monkeypatch.setenv("LIGHTNING_HPU_CPU_DEVICES", "4")
+    monkeypatch.setenv("HABANA_VISIBLE_MODULES", "2")
+    monkeypatch.delenv("HLS_MODULE_ID", raising=False)
+    reset_backend()
+    try:
+        assert get_backend().current_device() == 2
+        trainer = Trainer(accelerator="hpu", devices=1, logger=False, enable_progress_bar=False)
+        assert trainer.strategy.root_device.type == "hpu"
+        trainer.strategy.setup_environment()
+        assert get_backend().current_device() == 2
+    finally:
+        monkeypatch.delenv("HABANA_VISIBLE_MODULES")
+        reset_backend()

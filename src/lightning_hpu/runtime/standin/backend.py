@@ -72,7 +72,9 @@ class CPUStandInBackend(HPUBackend):
         self._followed: int | None = None
         hpu_device.enable()
         hpu_device.set_device_count(self._device_count)
-        hpu_device.set_process_device(0)  # until HLS_MODULE_ID binds the process to another module
+        # A process opens the first module it may see (HABANA_VISIBLE_MODULES), until HLS_MODULE_ID binds another.
+        visible = [module for module in settings.visible_modules(self._device_count) if module < self._device_count]
+        hpu_device.set_process_device(visible[0] if visible else 0)
         hpu_device.set_memory_limit(_HBM_BYTES[self._device_name])
         self.follow_binding()
         self.counters = StandInCounters()

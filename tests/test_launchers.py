@@ -31,7 +31,7 @@ SCENARIOS = TESTS / "launcher_scenarios.py"
 ROOT = TESTS.parent
 MPI_PREFIX = ROOT / "build" / "mpi"  # where scripts/setup.sh installs Open MPI and mpi4py
 _LAUNCH_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "WORLD_SIZE", "LOCAL_RANK", "RANK", "GROUP_RANK")
-STALL_TIMEOUT_S = 10
+STALL_TIMEOUT_S = 30  # also bounds the process group's start: all of the test's processes import at once
 DEVICES, NODES = 2, 2
 
 
@@ -241,7 +241,6 @@ def test_a_stalled_or_killed_rank_leaves_no_process_behind(tmp_path: Path) -> No
         else:
             launch[name](jobs[name], "stall", stalled, STALL_TIMEOUT_S, nodes=1)
     elastic = Job("elastic", tmp_path / "elastic")
-    _torchrun_job(elastic, "elastic", nodes=1, restarts=1)
 
     pids: dict[str, dict[int, int]] = {name: {} for name in stalls}
     stalled_at: dict[str, float] = {}
@@ -256,6 +255,9 @@ def test_a_stalled_or_killed_rank_leaves_no_process_behind(tmp_path: Path) -> No
                 for rank, pid in pids[name].items():
                     if (name, rank) not in gone_at and not _alive(pid):
                         gone_at[name, rank] = time.monotonic()
+            if not elastic.processes and len(stalled_at) == len(stalls):
+                # The restart job does its work while the stalled jobs wait out their timeout.
+                _torchrun_job(elastic, "elastic", nodes=1, restarts=1)
             all_gone = all(len(gone) == 2 for gone in ([k for k in gone_at if k[0] == n] for n in stalls))
             if all_gone and all(job.processes[0].poll() is not None for job in jobs.values()):
                 break
@@ -284,6 +286,7 @@ def test_a_stalled_or_killed_rank_leaves_no_process_behind(tmp_path: Path) -> No
         assert f"rank {stalled} stops: rank {stalled} stalled" in output, tail
 
     assert set(elastic_codes) == {0}, elastic.tail()
+    assert "rank 1 is gone (no sign of life for" in elastic.output(), elastic.tail()  # rank 0 names the lost rank
     reports = elastic.reports()
     assert sorted(reports) == [0, 1], elastic.tail()
     for report in reports.values():

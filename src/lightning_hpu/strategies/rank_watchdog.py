@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import torch.distributed as dist
 from lightning.fabric.strategies import ParallelStrategy as FabricParallelStrategy
@@ -58,6 +58,13 @@ _PR_SET_PDEATHSIG = 1
 
 #: Phrases of a collective that gave up waiting (gloo, HCCL, the store): the failure that a stalled rank causes.
 _TIMEOUT_PHRASES = ("timed out", "timeout")
+#: ... and of a collective whose peer went away (killed, crashed).
+_LOST_CONNECTION_PHRASES = ("connection reset", "connection closed", "broken pipe", "connection refused")
+
+#: How long a failing rank waits for the others' reports before it names the ranks that sent none.
+_DIAGNOSIS_SECONDS = 3.0
+#: A rank whose heartbeat is older than this at that point is gone, not stalled.
+_SILENCE_SECONDS = 2.0
 
 
 def follow_launcher() -> None:
@@ -111,10 +118,22 @@ def _running(pid: int) -> bool:
         return False
 
 
+def is_lost_connection(error: BaseException) -> bool:
+    """Whether ``error`` is a collective that lost its connection to a rank (which died, or closed its end)."""
+    text = str(error).lower()
+    return any(phrase in text for phrase in _LOST_CONNECTION_PHRASES)
+
+
 def is_collective_timeout(error: BaseException) -> bool:
     """Whether ``error`` is a collective (or the store) giving up on a rank that did not answer."""
     text = str(error).lower()
     return any(phrase in text for phrase in _TIMEOUT_PHRASES)
+
+
+class _Activity(NamedTuple):
+    what: str  # what the rank's main thread is doing
+    since: float  # when it started that (wall clock)
+    beat: float  # the rank's last heartbeat (wall clock)
 
 
 class RankWatchdog:
@@ -138,7 +157,6 @@ class RankWatchdog:
         self._store = dist.TCPStore(host, port, is_master=False, timeout=timedelta(seconds=10), wait_for_workers=False)
         self._activity = "setting up"
         self._activity_since = time.time()
-        self._published: str | None = None
         self._aborting = False
         self._stop = threading.Event()
         self._lock = threading.Lock()  # one store request at a time from this process
@@ -162,8 +180,8 @@ class RankWatchdog:
         reason = f"rank {self.rank} failed in {self._activity} ({failure})"
         with contextlib.suppress(Exception):
             self._request(lambda: self._store.set(self._key(f"failed/{self.rank}"), failure))
-            if is_collective_timeout(error):
-                reason = self._stall_reason(failure) or reason
+            if is_collective_timeout(error) or is_lost_connection(error):
+                reason = self._diagnosis(failure, timed_out=is_collective_timeout(error)) or reason
             proposal = json.dumps({"from": self.rank, "reason": reason})
             first = self._request(lambda: self._store.compare_set(self._key("abort"), "", proposal))
             reason = json.loads(first)["reason"]
@@ -176,41 +194,49 @@ class RankWatchdog:
         self._stop.set()
         self._thread.join(timeout=5 * self.poll_seconds)
 
-    def _stall_reason(self, failure: str) -> str | None:
-        """Name the ranks that did not report a timeout: they never joined the collective the others waited in."""
-        deadline = time.monotonic() + max(2.0, 4 * self.poll_seconds)
+    def _diagnosis(self, failure: str, timed_out: bool) -> str | None:
+        """Name the ranks that did not report this failure: stalled ones (alive, but never joined the collective
+        the others waited in) and gone ones (no sign of life: killed, or crashed without a word)."""
+        deadline = time.monotonic() + _DIAGNOSIS_SECONDS
         failed: set[int] = set()
         while time.monotonic() < deadline:
             failed = {rank for rank in range(self.world_size) if self._reported_failure(rank)}
             if len(failed) == self.world_size:
                 return None
             time.sleep(self.poll_seconds / 2)
-        stalled = [rank for rank in range(self.world_size) if rank not in failed]
-        if not stalled:
-            return None
-        descriptions = []
         now = time.time()
-        for rank in stalled:
+        stalled, gone = [], []
+        for rank in (rank for rank in range(self.world_size) if rank not in failed):
             activity = self._read_activity(rank)
-            where = f"in {activity[0]}, for {now - activity[1]:.0f} s" if activity else "without reporting"
-            descriptions.append(f"rank {rank} stalled ({where})")
-        return (
-            f"{' and '.join(descriptions)}: rank {self.rank} waited {self.timeout.total_seconds():.0f} s (the"
-            f" strategy's timeout) in {self._activity} for a collective it did not join ({failure})"
-        )
+            if activity is None:
+                gone.append(f"rank {rank} is gone (it never reported)")
+            elif now - activity.beat > _SILENCE_SECONDS:
+                gone.append(
+                    f"rank {rank} is gone (no sign of life for {now - activity.beat:.0f} s, last in {activity.what})"
+                )
+            else:
+                stalled.append(f"rank {rank} stalled (in {activity.what}, for {now - activity.since:.0f} s)")
+        if not stalled and not gone:
+            return None
+        if timed_out:
+            waited = f"waited {self.timeout.total_seconds():.0f} s (the strategy's timeout) in {self._activity}"
+            outcome = f"rank {self.rank} {waited} for a collective it did not join ({failure})"
+        else:
+            outcome = f"rank {self.rank} lost it in {self._activity} ({failure})"
+        return f"{' and '.join(stalled + gone)}: {outcome}"
 
     def _reported_failure(self, rank: int) -> bool:
         return self._request(lambda: self._has(f"failed/{rank}"))
 
-    def _read_activity(self, rank: int) -> tuple[str, float] | None:
+    def _read_activity(self, rank: int) -> _Activity | None:
         key = f"activity/{rank}"
         if not self._request(lambda: self._has(key)):
             return None
         data = json.loads(self._request(lambda: self._store.get(self._key(key))))
-        return str(data["activity"]), float(data["since"])
+        return _Activity(str(data["activity"]), float(data["since"]), float(data["beat"]))
 
     def _watch(self) -> None:
-        while not self._stop.wait(self.poll_seconds):
+        while True:  # a first heartbeat at once, then one per poll
             try:
                 if not self._aborting and self._request(lambda: self._has("abort")):
                     abort = json.loads(self._request(lambda: self._store.get(self._key("abort"))))
@@ -218,6 +244,8 @@ class RankWatchdog:
                     _leave(abort["reason"], self.rank)
                 self._publish_activity()
             except Exception:  # the store's host exited: nothing more to learn from it
+                return
+            if self._stop.wait(self.poll_seconds):
                 return
 
     def _acknowledge(self) -> None:
@@ -231,10 +259,9 @@ class RankWatchdog:
             time.sleep(self.poll_seconds / 4)
 
     def _publish_activity(self) -> None:
-        payload = json.dumps({"activity": self._activity, "since": self._activity_since})
-        if payload != self._published:
-            self._request(lambda: self._store.set(self._key(f"activity/{self.rank}"), payload))
-            self._published = payload
+        """What the main thread does, and a heartbeat: the store hears from every live rank at every poll."""
+        payload = json.dumps({"activity": self._activity, "since": self._activity_since, "beat": time.time()})
+        self._request(lambda: self._store.set(self._key(f"activity/{self.rank}"), payload))
 
     def _has(self, key: str) -> bool:
         return bool(self._store.check([self._key(key)]))

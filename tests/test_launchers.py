@@ -35,10 +35,18 @@ STALL_TIMEOUT_S = 30  # also bounds the process group's start: all of the test's
 DEVICES, NODES = 2, 2
 
 
+_PORTS_GIVEN: set[int] = set()
+
+
 def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A free port, never one this test run handed out before (the jobs of a test start side by side)."""
+    while True:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = int(sock.getsockname()[1])
+        if port not in _PORTS_GIVEN:
+            _PORTS_GIVEN.add(port)
+            return port
 
 
 def _env(**extra: str) -> dict[str, str]:

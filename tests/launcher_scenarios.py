@@ -13,7 +13,7 @@
 ``python launcher_scenarios.py fabric_fail OUT DEVICES NODES``
     Fabric: rank 1 raises while rank 0 sleeps (a rank that fails, with the store's host stalled).
 
-``python launcher_scenarios.py elastic OUT DEVICES NODES``
+``python launcher_scenarios.py elastic OUT DEVICES NODES [STRATEGY]``
     Lightning's fault-tolerant pattern under ``torchrun --max-restarts 1``: a checkpoint at every epoch's end,
     ``fit(ckpt_path="last")``; in the first attempt rank 1 kills itself (``SIGKILL``) in the middle of epoch 2. Each
     rank of the final attempt writes ``OUT/rank<r>.json`` with the weights' difference from an uninterrupted run.
@@ -223,14 +223,14 @@ class KillOnce(ModelCheckpoint):
             os.kill(os.getpid(), signal.SIGKILL)
 
 
-def elastic(out: Path, devices: int, nodes: int) -> None:
+def elastic(out: Path, devices: int, nodes: int, strategy: str = "hpu_ddp") -> None:
     world_size = devices * nodes
     steps_per_epoch = 2
     checkpoints = KillOnce(dirpath=out / "checkpoints", save_last=True, every_n_epochs=1)
     trainer = _trainer(
         devices,
         nodes,
-        "hpu_ddp",
+        strategy,
         max_steps=-1,
         max_epochs=EPOCHS,
         enable_checkpointing=True,
@@ -239,6 +239,7 @@ def elastic(out: Path, devices: int, nodes: int) -> None:
     model = Regression()
     trainer.fit(model, _loader(world_size, steps_per_epoch), ckpt_path="last")
     report = {
+        "strategy": type(trainer.strategy).__name__,
         "restart": int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")),
         "global_step": trainer.global_step,
         "max_diff_to_reference": _max_diff(model.final_weights, reference_weights(world_size, steps_per_epoch, EPOCHS)),
@@ -257,7 +258,7 @@ def main(argv: list[str]) -> None:
     elif mode == "fabric_fail":
         fabric_fail(out, devices, nodes)
     elif mode == "elastic":
-        elastic(out, devices, nodes)
+        elastic(out, devices, nodes, *argv[4:5])
     else:
         raise SystemExit(f"unknown mode {mode!r}")
 

@@ -236,7 +236,7 @@ def test_a_stalled_or_killed_rank_leaves_no_process_behind(tmp_path: Path) -> No
     """Stalls under Lightning's launcher (rank 1, a child of rank 0), torchrun (rank 0) and mpirun (rank 1); a
     Fabric rank that raises while rank 0 sleeps.
 
-    The same run also restarts a torchrun job whose rank 1 was killed, from its last checkpoint.
+    The same run also restarts torchrun jobs (DDP, DeepSpeed) whose rank 1 was killed, from their last checkpoint.
     """
     stalls = {"lightning": 1, "torchrun": 0, "mpirun": 1, "fabric": 0}
     if _mpi() is None:
@@ -248,7 +248,9 @@ def test_a_stalled_or_killed_rank_leaves_no_process_behind(tmp_path: Path) -> No
             _lightning_job(jobs[name], "fabric_fail", nodes=1)
         else:
             launch[name](jobs[name], "stall", stalled, STALL_TIMEOUT_S, nodes=1)
-    elastic = Job("elastic", tmp_path / "elastic")
+    restarts = {
+        strategy: Job(f"elastic-{strategy}", tmp_path / f"elastic-{strategy}") for strategy in ("ddp", "deepspeed")
+    }
 
     pids: dict[str, dict[int, int]] = {name: {} for name in stalls}
     stalled_at: dict[str, float] = {}
@@ -263,17 +265,20 @@ def test_a_stalled_or_killed_rank_leaves_no_process_behind(tmp_path: Path) -> No
                 for rank, pid in pids[name].items():
                     if (name, rank) not in gone_at and not _alive(pid):
                         gone_at[name, rank] = time.monotonic()
-            if not elastic.processes and len(stalled_at) == len(stalls):
-                # The restart job does its work while the stalled jobs wait out their timeout.
-                _torchrun_job(elastic, "elastic", nodes=1, restarts=1)
+            if not restarts["ddp"].processes and len(stalled_at) == len(stalls):
+                # The restart jobs do their work while the stalled jobs wait out their timeout.
+                for strategy, job in restarts.items():
+                    _torchrun_job(job, "elastic", strategy, nodes=1, restarts=1)
             all_gone = all(len(gone) == 2 for gone in ([k for k in gone_at if k[0] == n] for n in stalls))
             if all_gone and all(job.processes[0].poll() is not None for job in jobs.values()):
                 break
             time.sleep(0.2)
         codes = {name: job.wait(timeout=5) for name, job in jobs.items()}
-        elastic_codes = elastic.wait(timeout=max(5.0, deadline - time.monotonic()))
+        restart_codes = {
+            name: job.wait(timeout=max(5.0, deadline - time.monotonic())) for name, job in restarts.items()
+        }
     finally:
-        for job in [*jobs.values(), elastic]:
+        for job in [*jobs.values(), *restarts.values()]:
             job.kill()
 
     for name, stalled in stalls.items():
@@ -293,10 +298,12 @@ def test_a_stalled_or_killed_rank_leaves_no_process_behind(tmp_path: Path) -> No
         assert f"rank {stalled} stalled (in training step 3" in output, tail
         assert f"rank {stalled} stops: rank {stalled} stalled" in output, tail
 
-    assert set(elastic_codes) == {0}, elastic.tail()
-    assert "rank 1 is gone (no sign of life for" in elastic.output(), elastic.tail()  # rank 0 names the lost rank
-    reports = elastic.reports()
-    assert sorted(reports) == [0, 1], elastic.tail()
-    for report in reports.values():
-        assert report["restart"] == 1  # the second attempt finished the run
-        assert report["max_diff_to_reference"] < 1e-6, report
+    for strategy, job in restarts.items():
+        assert set(restart_codes[strategy]) == {0}, job.tail()
+        assert "rank 1 is gone (no sign of life for" in job.output(), job.tail()  # rank 0 names the lost rank
+        reports = job.reports()
+        assert sorted(reports) == [0, 1], job.tail()
+        for report in reports.values():
+            assert report["strategy"] == {"ddp": "HPUParallelStrategy", "deepspeed": "HPUDeepSpeedStrategy"}[strategy]
+            assert report["restart"] == 1  # the second attempt finished the run
+            assert report["max_diff_to_reference"] < 1e-6, report

@@ -94,7 +94,7 @@ class HPUDeepSpeedStrategy(FabricHPUStrategyHooks, FabricHCCLCollectiveOps, Deep
 
     @override
     def _init_deepspeed_distributed(self) -> None:
-        prepare_hccl_for_deepspeed(self.world_size, self.global_rank, self.local_rank)
+        prepare_hccl_for_deepspeed(self.world_size, self.global_rank, self.local_rank, self._timeout)
         super()._init_deepspeed_distributed()
 
     @override

@@ -15,9 +15,12 @@ import argparse
 import importlib.util
 import os
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import torch
+import torch.distributed as dist
+from lightning.fabric.plugins.collectives.torch_collective import default_pg_timeout
 from lightning.fabric.utilities.distributed import _distributed_is_initialized
 from lightning.fabric.utilities.seed import reset_seed
 from lightning.pytorch import LightningModule
@@ -32,6 +35,7 @@ from typing_extensions import override
 
 from lightning_hpu.device_rules import check_fp16_supported
 from lightning_hpu.runtime import generation_rank, require_backend
+from lightning_hpu.strategies import elastic
 from lightning_hpu.strategies.collectives import initialize_hccl
 from lightning_hpu.strategies.hccl import HCCLCollectiveOps
 from lightning_hpu.strategies.lazy_mode import HPUStrategyHooks
@@ -286,10 +290,22 @@ def _zero3_on_gaudi2_caveat(standin: bool) -> str:
     return caveat
 
 
-def prepare_hccl_for_deepspeed(world_size: int, global_rank: int, local_rank: int) -> None:
-    """Prepare HCCL before DeepSpeed creates its process group (unless a group exists already)."""
-    if not _distributed_is_initialized():
-        initialize_hccl(world_size, global_rank, local_rank)
+def prepare_hccl_for_deepspeed(
+    world_size: int, global_rank: int, local_rank: int, timeout: timedelta | None = None
+) -> None:
+    """Prepare HCCL before DeepSpeed creates its process group (unless a group exists already).
+
+    Under ``torchrun``, the group is made here, on this attempt's keys of the agent's store
+    (:mod:`lightning_hpu.strategies.elastic`); DeepSpeed then adopts it.
+    """
+    if _distributed_is_initialized():
+        return
+    backend = initialize_hccl(world_size, global_rank, local_rank)
+    store = elastic.attempt_store(timeout)
+    if store is not None:
+        dist.init_process_group(
+            backend, store=store, rank=global_rank, world_size=world_size, timeout=timeout or default_pg_timeout
+        )
 
 
 def initialize_engine(
@@ -392,6 +408,7 @@ class HPUDeepSpeedStrategy(HPUStrategyHooks, HCCLCollectiveOps, DeepSpeedStrateg
     def setup_environment(self) -> None:
         # Skip DeepSpeedStrategy's CUDA-only accelerator check (the connector already requires the HPU accelerator).
         super(DeepSpeedStrategy, self).setup_environment()
+        self.start_rank_watchdog()
 
     @override
     def setup_distributed(self) -> None:
@@ -406,7 +423,7 @@ class HPUDeepSpeedStrategy(HPUStrategyHooks, HCCLCollectiveOps, DeepSpeedStrateg
 
     @override
     def _init_deepspeed_distributed(self) -> None:
-        prepare_hccl_for_deepspeed(self.world_size, self.global_rank, self.local_rank)
+        prepare_hccl_for_deepspeed(self.world_size, self.global_rank, self.local_rank, self._timeout)
         super()._init_deepspeed_distributed()
 
     @override

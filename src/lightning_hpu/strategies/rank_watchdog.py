@@ -292,7 +292,12 @@ class RankWatchdogHooks(ParallelStrategy):
     def setup_environment(self) -> None:
         follow_launcher()
         super().setup_environment()
-        if self.world_size > 1 and _distributed_is_initialized():
+        self.start_rank_watchdog()
+
+    def start_rank_watchdog(self) -> None:
+        """Watch this job's ranks, once the process group exists (strategies that bypass
+        :meth:`setup_environment`'s chain call this themselves)."""
+        if self._watchdog is None and self.world_size > 1 and _distributed_is_initialized():
             self._watchdog = _start_watchdog(self.global_rank, self.world_size, getattr(self, "_timeout", None))
         self._steps_started = {}
 

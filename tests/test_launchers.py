@@ -307,3 +307,5 @@ def test_a_stalled_or_killed_rank_leaves_no_process_behind(tmp_path: Path) -> No
             assert report["strategy"] == {"ddp": "HPUParallelStrategy", "deepspeed": "HPUDeepSpeedStrategy"}[strategy]
             assert report["restart"] == 1  # the second attempt finished the run
             assert report["max_diff_to_reference"] < 1e-6, report
+    if "mpirun" not in stalls:
+        pytest.skip(f"the mpirun stall did not run: {_NO_MPI}")

@@ -139,6 +139,10 @@ class device:
         _device.set_device(self.previous)
 
 
+#: The ``device`` context manager under a name that the bridge's ``device=`` parameters do not shadow.
+_on_device = device
+
+
 def set_rng_ctx(name: str) -> None:
     """Select the bridge's random-number context (``"philox"`` for DTensor); the stand-in has one generator."""
 
@@ -160,7 +164,7 @@ def synchronize(device: _Device = None) -> None:
 def memory_stats(device: _Device = None) -> dict[str, int]:
     """Memory statistics with the bridge's ten keys (``Limit``, ``InUse``, ``MaxInUse``, ...) of an HPU."""
     index = _checked_index(device)
-    with globals()["device"](index):
+    with _on_device(index):
         return _standin().memory_stats()
 
 

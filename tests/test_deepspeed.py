@@ -142,6 +142,10 @@ def test_refuses_what_the_device_cannot_run(standin: object, monkeypatch: pytest
         _trainer(HPUDeepSpeedStrategy(parallel_devices=[torch.device("hpu")] * 2), devices=1)
     with pytest.raises(ValueError, match="`parallel_devices` must be HPUs, got cuda"):
         HPUDeepSpeedStrategy(parallel_devices=[torch.device("cuda")])
+    # Without `devices=`, the strategy's `parallel_devices` set the count (as Lightning's), not all visible HPUs.
+    monkeypatch.setenv("LIGHTNING_HPU_CPU_DEVICES", "2")
+    reset_backend()
+    assert _trainer(HPUDeepSpeedStrategy(parallel_devices=[torch.device("hpu")])).num_devices == 1
     # A DS_ACCELERATOR that is not the backend's is refused before DeepSpeed could use it.
     monkeypatch.setenv("DS_ACCELERATOR", "cuda")
     with pytest.raises(ValueError, match="DS_ACCELERATOR='cuda' cannot drive an HPU"):

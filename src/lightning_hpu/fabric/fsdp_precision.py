@@ -38,6 +38,7 @@ class HPUFSDPPrecisionMixin:
     """HPU autocast, the fp16 device check and an HPU gradient scaler for an ``FSDPPrecision`` subclass."""
 
     precision: Any
+    device: str
     scaler: Any
 
     def _init_for_hpu(self, precision: str, scaler: Any | None, device: str) -> str:
@@ -48,7 +49,7 @@ class HPUFSDPPrecisionMixin:
         """
         if isinstance(scaler, str):
             device, scaler = scaler, None
-        check_device(device)
+        self.device = check_device(device)
         name = normalize_precision(precision)
         if "16-" in name and not name.startswith("bf16"):
             check_fp16_supported()

@@ -23,6 +23,7 @@ pytest.importorskip("deepspeed")
 from lightning.pytorch import Trainer, seed_everything
 from lightning.pytorch.plugins import DeepSpeedPrecision
 from lightning.pytorch.strategies import StrategyRegistry
+from lightning.pytorch.utilities.exceptions import MisconfigurationException
 
 from lightning_hpu import HPUAccelerator, HPUDeepSpeedStrategy
 from lightning_hpu.runtime import get_backend
@@ -180,6 +181,16 @@ def test_module_optimizer_wins_over_the_config_optimizer() -> None:
     trainer.fit(model, example.dataloader())
     assert isinstance(trainer.strategy.deepspeed_engine.basic_optimizer, torch.optim.SGD)
     assert model.lrs == [model.lr]
+
+
+def test_a_module_without_an_optimizer_is_refused_in_one_sentence() -> None:
+    class NoOptimizer(example.RegressionModel):
+        def configure_optimizers(self) -> None:  # type: ignore[override]
+            return None
+
+    trainer = _trainer(HPUDeepSpeedStrategy(stage=2), max_steps=1)
+    with pytest.raises(MisconfigurationException, match=r"`configure_optimizers` returned no optimizer; return one"):
+        trainer.fit(NoOptimizer(), example.dataloader())
 
 
 @pytest.mark.parametrize("stage", [2, 3])

@@ -33,7 +33,6 @@ from lightning_hpu.fabric.precision import normalize_precision
 from lightning_hpu.migration import HPU_DEVICE, check_device
 from lightning_hpu.runtime import HPUConfigurationError, require_backend
 
-
 #: Why ``precision="fp8"`` is refused with FSDP: Intel documents fp8 training (its Transformer Engine) on one HPU, with
 #: DDP and with DeepSpeed, not under FSDP, so neither a Gaudi2 nor a Gaudi3 is known to run it.
 FP8_UNDER_FSDP = (

@@ -50,6 +50,7 @@ MODULES: dict[str, str | None] = {
     "habana_frameworks.torch.distributed.hccl": "hccl",
     "habana_frameworks.torch.utils": None,
     "habana_frameworks.torch.utils.debug": "debug",
+    "habana_frameworks.torch.utils.experimental": "experimental",
 }
 
 #: torch's device module for ``hpu``, served by the emulated bridge module as on a Gaudi.

@@ -23,6 +23,7 @@ pytest.importorskip("deepspeed")
 from lightning.pytorch import Trainer, seed_everything
 from lightning.pytorch.plugins import DeepSpeedPrecision
 from lightning.pytorch.strategies import StrategyRegistry
+from lightning.pytorch.utilities.exceptions import MisconfigurationException
 
 from lightning_hpu import HPUAccelerator, HPUDeepSpeedStrategy
 from lightning_hpu.runtime import get_backend
@@ -142,6 +143,10 @@ def test_refuses_what_the_device_cannot_run(standin: object, monkeypatch: pytest
         _trainer(HPUDeepSpeedStrategy(parallel_devices=[torch.device("hpu")] * 2), devices=1)
     with pytest.raises(ValueError, match="`parallel_devices` must be HPUs, got cuda"):
         HPUDeepSpeedStrategy(parallel_devices=[torch.device("cuda")])
+    # Without `devices=`, the strategy's `parallel_devices` set the count (as Lightning's), not all visible HPUs.
+    monkeypatch.setenv("LIGHTNING_HPU_CPU_DEVICES", "2")
+    reset_backend()
+    assert _trainer(HPUDeepSpeedStrategy(parallel_devices=[torch.device("hpu")])).num_devices == 1
     # A DS_ACCELERATOR that is not the backend's is refused before DeepSpeed could use it.
     monkeypatch.setenv("DS_ACCELERATOR", "cuda")
     with pytest.raises(ValueError, match="DS_ACCELERATOR='cuda' cannot drive an HPU"):
@@ -176,6 +181,16 @@ def test_module_optimizer_wins_over_the_config_optimizer() -> None:
     trainer.fit(model, example.dataloader())
     assert isinstance(trainer.strategy.deepspeed_engine.basic_optimizer, torch.optim.SGD)
     assert model.lrs == [model.lr]
+
+
+def test_a_module_without_an_optimizer_is_refused_in_one_sentence() -> None:
+    class NoOptimizer(example.RegressionModel):
+        def configure_optimizers(self) -> None:  # type: ignore[override]
+            return None
+
+    trainer = _trainer(HPUDeepSpeedStrategy(stage=2), max_steps=1)
+    with pytest.raises(MisconfigurationException, match=r"`configure_optimizers` returned no optimizer; return one"):
+        trainer.fit(NoOptimizer(), example.dataloader())
 
 
 @pytest.mark.parametrize("stage", [2, 3])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import types
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ PLUGINS = [
 @pytest.mark.parametrize("plugin", PLUGINS, ids=lambda cls: f"{cls.__module__}.{cls.__name__}")
 def test_device_hpu_is_accepted_and_any_other_device_refused(standin: Any, plugin: type) -> None:
     assert plugin(device="hpu", precision="bf16-mixed").precision == "bf16-mixed"
+    assert plugin(precision="bf16-mixed").device == "hpu"  # lightning-habana's attribute
     assert plugin("bf16-mixed", "hpu").precision == "bf16-mixed"  # lightning-habana's positional order
     with pytest.raises(ValueError, match=r"^`device='cpu'`: HPU precision plugins run on the HPU only;"):
         plugin(device="cpu", precision="bf16-mixed")
@@ -128,6 +130,19 @@ def test_convert_modules_for_fp8_inference_goes_through_inc(
         plugin.convert_modules(model, inference=True, quant="nowhere.json")
     with pytest.raises(TypeError, match="`quant` must be either a bool, file path or a dictionary"):
         plugin.convert_modules(model, inference=True, quant=None)
+
+
+def test_lightning_habanas_fp8_availability_flags(
+    standin: Any, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    bf16 = HPUPrecisionPlugin("bf16-mixed")
+    assert not bf16.fp8_training_available and not bf16.fp8_inference_available
+    monkeypatch.setitem(sys.modules, "neural_compressor", None)  # INC absent: fp8 inference is not available
+    fp8 = HPUPrecisionPlugin("fp8")
+    assert fp8.fp8_training_available and not fp8.fp8_inference_available
+    monkeypatch.delitem(sys.modules, "neural_compressor")
+    request.getfixturevalue("inc")  # INC importable
+    assert fp8.fp8_inference_available
 
 
 def test_fabrics_old_single_device_name(standin: Any) -> None:

@@ -21,7 +21,7 @@ from lightning_hpu import (
 from lightning_hpu.fabric.fsdp_precision import HPUFSDPPrecision
 from lightning_hpu.fabric.strategies import HPUFSDPStrategy as FabricHPUFSDPStrategy
 from lightning_hpu.fabric.strategies import HPUModelParallelStrategy as FabricHPUModelParallelStrategy
-from lightning_hpu.runtime import require_backend, reset_backend
+from lightning_hpu.runtime import HPUConfigurationError, require_backend, reset_backend
 
 
 def _trainer(**kwargs: Any) -> Trainer:
@@ -135,6 +135,20 @@ def test_fp16_is_refused_on_first_generation_gaudi(standin: Any, monkeypatch: py
     reset_backend()
     with pytest.raises(ValueError, match="fp16 precision needs Gaudi2"):
         _trainer(strategy="fsdp", precision="16-true")
+
+
+def test_fp8_is_refused_with_fsdp_even_on_gaudi3(standin: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LIGHTNING_HPU_CPU_DEVICE_NAME", "GAUDI3")
+    monkeypatch.setenv("LIGHTNING_HPU_CPU_DEVICES", "2")
+    reset_backend()
+    refusal = r"^precision='fp8' does not run with FSDP: .* use strategy='hpu_deepspeed'"
+    for plugin_cls in (HPUFSDPPrecisionPlugin, HPUFSDPPrecision):
+        with pytest.raises(HPUConfigurationError, match=refusal):
+            plugin_cls("fp8")
+    with pytest.raises(HPUConfigurationError, match=refusal):
+        _trainer(strategy="fsdp", precision="fp8")
+    with pytest.raises(HPUConfigurationError, match=refusal):
+        Fabric(accelerator="hpu", devices=2, strategy="fsdp", precision="fp8")
 
 
 @pytest.mark.usefixtures("two_devices")

@@ -216,6 +216,10 @@ def _install_on(connector_cls: type, fabric: bool) -> None:
         def wrapper(self: Any, devices: Any, num_nodes: int) -> None:
             if is_hpu(self._accelerator_flag) and devices != "auto":
                 check_devices_syntax(devices)
+            named = getattr(self._strategy_flag, "_requested_devices", None)
+            if devices == "auto" and named is not None:
+                # As Lightning does for a strategy's ``parallel_devices``: they, not "auto", set the HPU count.
+                devices = named
             original(self, devices, num_nodes)
 
         return wrapper

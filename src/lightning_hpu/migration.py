@@ -21,12 +21,26 @@ if TYPE_CHECKING:
 HPU_DEVICE = "hpu"
 
 
-def check_device(device: Any) -> None:
-    """Accept lightning-habana's ``device="hpu"``; refuse any other device in one sentence."""
+def check_device(device: Any) -> str:
+    """Accept lightning-habana's ``device="hpu"`` (returned, for the plugin's ``device`` attribute, as there); refuse
+    any other device in one sentence."""
     if str(device) != HPU_DEVICE:
         raise ValueError(
             f"`device={device!r}`: HPU precision plugins run on the HPU only; pass device='hpu' or leave it out."
         )
+    return HPU_DEVICE
+
+
+def inc_available() -> bool:
+    """Whether Intel Neural Compressor's fp8 API imports (what fp8 inference needs)."""
+    from lightning_hpu.fp8.inference import quantization_api
+    from lightning_hpu.runtime import HPUFeatureUnavailableError
+
+    try:
+        quantization_api()
+    except HPUFeatureUnavailableError:
+        return False
+    return True
 
 
 def convert_modules(

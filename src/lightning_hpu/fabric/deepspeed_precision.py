@@ -44,6 +44,7 @@ class FP8DeepSpeedPrecisionHooks:
 
     fp8: HPUPrecision | None
     precision: Any
+    device: str
 
     def __init__(
         self,
@@ -53,7 +54,7 @@ class FP8DeepSpeedPrecisionHooks:
         fp8_recipe: Any | Mapping[str, Any] | None = None,
         fp8_layer_filter: LayerFilter | None = None,
     ) -> None:
-        check_device(device)  # lightning-habana's argument
+        self.device = check_device(device)  # lightning-habana's argument and attribute
         # ``precision`` is what DeepSpeed's config is built from: bf16 (or fp16) outside the fp8 layers; ``fp8`` is
         # the fp8 side (engine, recipe, layer swap) when the precision is an fp8 one.
         name, self.fp8 = split_fp8_precision(precision, fp8_recipe, fp8_layer_filter)

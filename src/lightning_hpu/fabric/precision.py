@@ -97,7 +97,7 @@ class HPUPrecision(Precision):
         fp8_recipe: Any | Mapping[str, Any] | None = None,
         fp8_layer_filter: LayerFilter | None = None,
     ) -> None:
-        check_device(device)
+        self.device = check_device(device)
         name = normalize_precision(precision)
         self.precision = name  # type: ignore[assignment]
         self._dtype = _DTYPES[name]
@@ -153,6 +153,18 @@ class HPUPrecision(Precision):
     def is_fp8(self) -> bool:
         """Whether the engine's layers run in fp8 (``"fp8"``: bf16 elsewhere, ``"fp8-float16"``: fp16)."""
         return self.precision.startswith("fp8")
+
+    @property
+    def fp8_training_available(self) -> bool:
+        """lightning-habana's flag: fp8 training runs (an fp8 precision, whose device was checked at construction)."""
+        return self.is_fp8
+
+    @property
+    def fp8_inference_available(self) -> bool:
+        """lightning-habana's flag: fp8 inference runs (an fp8 precision, and Intel Neural Compressor imports)."""
+        from lightning_hpu import migration
+
+        return self.is_fp8 and migration.inc_available()
 
     @property
     def is_true_half(self) -> bool:

@@ -25,8 +25,10 @@ from lightning.fabric.utilities.distributed import _distributed_is_initialized
 from lightning.fabric.utilities.seed import reset_seed
 from lightning.pytorch import LightningModule
 from lightning.pytorch.accelerators import Accelerator
+from lightning.pytorch.core.optimizer import _MockOptimizer
 from lightning.pytorch.strategies import DeepSpeedStrategy
 from lightning.pytorch.strategies.strategy import _StrategyRegistry
+from lightning.pytorch.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.utilities.model_helpers import is_overridden
 from lightning.pytorch.utilities.rank_zero import rank_zero_info, rank_zero_warn
 from torch.nn import Module
@@ -435,6 +437,16 @@ class HPUDeepSpeedStrategy(HPUStrategyHooks, HCCLCollectiveOps, DeepSpeedStrateg
             rank_zero_info("The DeepSpeed config's optimizer is ignored: `configure_optimizers` gives the optimizer.")
             self.config.pop("optimizer")
         super()._initialize_deepspeed_train(model)
+
+    @override
+    def _init_optimizers(self) -> tuple[Optimizer, Any]:
+        optimizer, scheduler = super()._init_optimizers()
+        if isinstance(optimizer, _MockOptimizer):  # what Lightning puts in for `configure_optimizers` returning None
+            raise MisconfigurationException(
+                "You have specified an invalid optimizer to be run with deepspeed: `configure_optimizers` returned no"
+                " optimizer; return one, or give the DeepSpeed config an 'optimizer' section."
+            )
+        return optimizer, scheduler
 
     def _deepspeed_args(self) -> argparse.Namespace:
         """The ``args`` of ``deepspeed.initialize``: DeepSpeed binds its accelerator to ``device_rank``."""

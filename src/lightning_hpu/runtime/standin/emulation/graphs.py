@@ -10,7 +10,9 @@ from typing import Any
 
 from lightning_hpu.runtime.standin.emulation import hpu
 
-__all__ = list(hpu.GRAPH_API)
+__all__ = [*hpu.GRAPH_API, "input_hash"]
+
+input_hash = hpu.input_hash
 
 
 def __getattr__(name: str) -> Any:

@@ -32,6 +32,7 @@ __all__ = [
     "get_device_name",
     "get_rng_state",
     "initial_seed",
+    "input_hash",
     "is_available",
     "is_bf16_supported",
     "manual_seed",
@@ -286,6 +287,14 @@ def get_dynamic_shape_status() -> bool:
 def is_autocast_hpu_enabled() -> bool:
     """Whether the device's autocast is active on this thread (``torch.autocast(device_type="hpu")``)."""
     return torch.is_autocast_enabled("hpu")
+
+
+def input_hash(obj: Any) -> int:
+    """The bridge's hash of a call's inputs, as its graph caches key them: shapes, view layouts, other values and
+    the autocast state (the stand-in's graph caches key calls the same way, in ``standin.graph_keys``)."""
+    from lightning_hpu.runtime.standin.graph_keys import walk
+
+    return hash((walk([obj], []), is_autocast_hpu_enabled()))
 
 
 def get_autocast_hpu_dtype() -> torch.dtype:

@@ -309,3 +309,14 @@ def test_start_methods_that_work_on_hpu_are_accepted_and_the_others_refused(stra
             strategy_cls(start_method=start_method)
     with pytest.raises(ValueError, match=r"start_method='threads'\) is not one of Lightning's start methods"):
         strategy_cls(start_method="threads")
+
+
+@pytest.mark.parametrize("strategy", ["hpu_ddp", "hpu_fsdp", "deepspeed"])
+def test_the_process_group_backend_is_known_before_setup(strategy: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LIGHTNING_HPU_CPU_DEVICES", "2")
+    reset_backend()
+    fabric = Fabric(accelerator="hpu", devices=2, strategy=strategy)
+    trainer = Trainer(accelerator="hpu", devices=2, strategy=strategy, logger=False)
+    assert fabric.strategy.process_group_backend == "hccl"  # type: ignore[attr-defined]
+    assert trainer.strategy.process_group_backend == "hccl"  # type: ignore[attr-defined]
+    assert HPUParallelStrategy(process_group_backend="gloo").process_group_backend == "gloo"

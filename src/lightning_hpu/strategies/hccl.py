@@ -32,6 +32,7 @@ from lightning.pytorch.strategies.strategy import TBroadcast
 from torch import Tensor
 from typing_extensions import override
 
+from lightning_hpu.runtime import require_backend
 from lightning_hpu.strategies import collectives, elastic
 from lightning_hpu.strategies.rank_watchdog import FabricRankWatchdogHooks, RankWatchdogHooks
 from lightning_hpu.strategies.sigterm import SigtermAgreement
@@ -85,6 +86,11 @@ class HCCLCollectiveOps(RankWatchdogHooks, SigtermAgreement, ParallelStrategy):
     per-step device broadcast, and :class:`RankWatchdogHooks`, so no rank outlives a failed job.
     """
 
+    @property
+    def process_group_backend(self) -> str | None:
+        """``"hccl"`` (or the backend passed), known before the process group exists, as lightning-habana's was."""
+        return getattr(self, "_process_group_backend", None) or require_backend().process_group_backend
+
     @override
     def reduce(self, tensor: Tensor, group: Any | None = None, reduce_op: ReduceOp | str | None = "mean") -> Tensor:
         """Reduce ``tensor`` over processes (``"mean"`` by default) with ops HCCL runs; non-tensors pass through."""
@@ -132,6 +138,11 @@ class FabricHCCLCollectiveOps(FabricRankWatchdogHooks, FabricParallelStrategy):
 
     It also brings :class:`FabricRankWatchdogHooks`, so no rank outlives a failed job.
     """
+
+    @property
+    def process_group_backend(self) -> str | None:
+        """``"hccl"`` (or the backend passed), known before the process group exists, as lightning-habana's was."""
+        return getattr(self, "_process_group_backend", None) or require_backend().process_group_backend
 
     @override
     def all_reduce(

@@ -242,6 +242,7 @@ class RankWatchdog:
                     abort = json.loads(self._request(lambda: self._store.get(self._key("abort"))))
                     self._acknowledge()
                     _leave(abort["reason"], self.rank)
+                    return
                 self._publish_activity()
             except Exception:  # the store's host exited: nothing more to learn from it
                 return

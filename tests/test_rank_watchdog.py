@@ -1,0 +1,88 @@
+"""The rank watchdog in one process: three ranks' watchdogs on one store, one failing, one stalled, one gone.
+
+The multi-process behaviour (every process of a job exits, under each launcher) is in ``test_launchers.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import timedelta
+from typing import Any
+
+import pytest
+import torch.distributed as dist
+
+from lightning_hpu.strategies import rank_watchdog
+from lightning_hpu.strategies.rank_watchdog import RankWatchdog, is_collective_timeout, is_lost_connection
+
+TIMEOUT = timedelta(seconds=20)
+
+
+@pytest.fixture
+def store() -> Any:
+    master = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
+    yield master
+
+
+@pytest.fixture
+def left(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int | str, str]]:
+    """Ranks that the watchdog told to go (instead of ending this process)."""
+    departures: list[tuple[int | str, str]] = []
+    monkeypatch.setattr(rank_watchdog, "_leave", lambda reason, rank="?": departures.append((rank, reason)))
+    return departures
+
+
+def _watchdog(store: Any, rank: int, job: str) -> RankWatchdog:
+    return RankWatchdog("127.0.0.1", store.port, rank, world_size=3, job=job, timeout=TIMEOUT, poll_seconds=0.1)
+
+
+def _gone_rank(store: Any, job: str, rank: int, seconds_ago: float) -> None:
+    """A rank that published once, then died (no more heartbeats)."""
+    then = time.time() - seconds_ago
+    payload = {"activity": "training step 3", "since": then, "beat": then}
+    store.set(f"lightning_hpu/watchdog/{job}/activity/{rank}", json.dumps(payload))
+
+
+def test_a_timeout_names_the_stalled_and_the_gone_ranks_and_stops_the_others(
+    store: Any, left: list[tuple[int | str, str]]
+) -> None:
+    failing, stalled = _watchdog(store, 0, "a"), _watchdog(store, 1, "a")
+    _gone_rank(store, "a", 2, seconds_ago=10)
+    failing.note("training step 3")
+    stalled.note("training step 3")
+    time.sleep(0.3)  # a heartbeat or two
+    reason = failing.abort(RuntimeError("[gloo] Timed out waiting 20000ms for recv operation to complete"))
+    assert reason.startswith("rank 1 stalled (in training step 3, for ")
+    assert "rank 2 is gone (no sign of life for 1" in reason
+    assert "rank 0 waited 20 s (the strategy's timeout) in training step 3 for a collective it did not join" in reason
+    deadline = time.monotonic() + 5
+    while not left and time.monotonic() < deadline:
+        time.sleep(0.05)
+    failing.close()
+    stalled.close()
+    assert left == [(1, reason)]  # the stalled rank was told to go, with the reason; the failing rank was not
+
+
+def test_the_first_reason_wins_and_a_plain_failure_names_its_rank(
+    store: Any, left: list[tuple[int | str, str]]
+) -> None:
+    first, second, third = _watchdog(store, 0, "b"), _watchdog(store, 1, "b"), _watchdog(store, 2, "b")
+    second.note("validation step 2")
+    time.sleep(0.2)
+    reason = second.abort(ValueError("rank 1's data shard is missing\nsecond line"))
+    assert reason == "rank 1 failed in validation step 2 (ValueError: rank 1's data shard is missing)"
+    for watchdog in (first, second, third):
+        watchdog.close()
+    # Rank 1 waited until both others had read the reason; each was told to go.
+    assert sorted(left) == [(0, reason), (2, reason)]
+    # A rank that fails later (its own collective broke meanwhile) does not replace the first reason.
+    late = _watchdog(store, 0, "b")
+    assert late.abort(RuntimeError("something else")) == reason
+    late.close()
+
+
+def test_failures_are_classified_from_the_collectives_words() -> None:
+    assert is_collective_timeout(RuntimeError("Timed out waiting 20000ms for recv operation to complete"))
+    assert is_lost_connection(RuntimeError("Read error [127.0.0.1]:5009: Connection reset by peer"))
+    assert not is_collective_timeout(ValueError("bad batch")) and not is_lost_connection(ValueError("bad batch"))

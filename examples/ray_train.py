@@ -41,7 +41,8 @@ from ray.train.torch import TorchConfig, TorchTrainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_hpu import run_script
+from lightning_hpu import HPUAccelerator, HPUConfigurationError, run_script
+from lightning_hpu.runtime import require_backend
 
 STRATEGIES = {"ddp": RayDDPStrategy, "fsdp": RayFSDPStrategy, "deepspeed": RayDeepSpeedStrategy}
 
@@ -96,6 +97,15 @@ def main() -> None:
     parser.add_argument("--storage-path", default="ray_results", help="where Ray keeps the checkpoints")
     args = parser.parse_args()
 
+    if args.address is None:
+        # Ray starts on this node: it needs an HPU per worker, else the job would wait for them forever.
+        require_backend()  # no Gaudi and no stand-in: one sentence saying so
+        visible = HPUAccelerator.auto_device_count()
+        if visible < args.num_workers:
+            raise HPUConfigurationError(
+                f"--num-workers {args.num_workers} needs one HPU per Ray worker on this node, but {visible} are"
+                " visible: pass fewer workers, or --address of a Ray cluster with more HPUs."
+            )
     ray.init(address=args.address, include_dashboard=False)
     try:
         trainer = TorchTrainer(

@@ -6,6 +6,8 @@ The multi-process behaviour (every process of a job exits, under each launcher) 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from datetime import timedelta
 from typing import Any
@@ -86,3 +88,19 @@ def test_failures_are_classified_from_the_collectives_words() -> None:
     assert is_collective_timeout(RuntimeError("Timed out waiting 20000ms for recv operation to complete"))
     assert is_lost_connection(RuntimeError("Read error [127.0.0.1]:5009: Connection reset by peer"))
     assert not is_collective_timeout(ValueError("bad batch")) and not is_lost_connection(ValueError("bad batch"))
+
+
+def test_only_a_rank_of_a_living_launcher_that_is_its_parent_follows_it(
+    monkeypatch: pytest.MonkeyPatch, left: list[tuple[int | str, str]]
+) -> None:
+    """A variable inherited by an unrelated job (torchrun started from a notebook that ran a Trainer) is ignored."""
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        monkeypatch.setenv(rank_watchdog.LAUNCHER_PID_ENV, str(other.pid))  # alive, but not this process's parent
+        rank_watchdog.follow_launcher()
+        assert left == []
+    finally:
+        other.kill()
+        other.wait()
+    rank_watchdog.follow_launcher()  # that launcher is gone now: a rank it started must not go on alone
+    assert left == [("?", f"the process that launched it (pid {other.pid}) has exited")]

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
 import torch.distributed as dist
+from lightning.fabric.plugins.environments import LightningEnvironment
 from lightning.fabric.strategies import ParallelStrategy as FabricParallelStrategy
 from lightning.fabric.strategies.launchers import _MultiProcessingLauncher as _FabricMultiProcessingLauncher
 from lightning.fabric.strategies.launchers import _SubprocessScriptLauncher as _FabricSubprocessScriptLauncher
@@ -70,12 +71,16 @@ _SILENCE_SECONDS = 2.0
 def follow_launcher() -> None:
     """In a rank started by Lightning's launcher, die with the launching process (Linux ``PR_SET_PDEATHSIG``).
 
-    Does nothing in the launching process itself, in ranks that other launchers start, or off Linux. If the
-    launcher has already gone, the rank exits now.
+    Does nothing in the launching process itself, in a process whose parent is not that launcher (a job started
+    later by it, which inherited the variable), or off Linux. If the launcher has already gone, the rank exits now.
     """
     launcher = os.environ.get(LAUNCHER_PID_ENV)
     if launcher is None or int(launcher) == os.getpid() or not sys.platform.startswith("linux"):
         return
+    if os.getppid() != int(launcher):
+        if not _running(int(launcher)):
+            _leave(f"the process that launched it (pid {launcher}) has exited", os.environ.get("LOCAL_RANK", "?"))
+        return  # started by someone else
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
     if os.getppid() != int(launcher):  # it exited before the signal was armed
@@ -291,7 +296,7 @@ class RankWatchdogHooks(ParallelStrategy):
 
     @override
     def setup_environment(self) -> None:
-        follow_launcher()
+        _follow_if_lightning_launched(self)
         super().setup_environment()
         self.start_rank_watchdog()
 
@@ -358,7 +363,7 @@ class FabricRankWatchdogHooks(FabricParallelStrategy):
 
     @override
     def setup_environment(self) -> None:
-        follow_launcher()
+        _follow_if_lightning_launched(self)
         super().setup_environment()
         if self.world_size > 1 and _distributed_is_initialized() and self._watchdog is None:
             self._watchdog = _start_watchdog(self.global_rank, self.world_size, getattr(self, "_timeout", None))
@@ -392,6 +397,12 @@ def _mark_or_follow_launcher(strategy: ParallelStrategy | FabricParallelStrategy
     if isinstance(strategy._launcher, launchers) and not external:
         mark_launcher()
     else:
+        _follow_if_lightning_launched(strategy)
+
+
+def _follow_if_lightning_launched(strategy: ParallelStrategy | FabricParallelStrategy) -> None:
+    """Only ranks of Lightning's own launcher follow it (not those of torchrun, SLURM or MPI, say)."""
+    if isinstance(strategy.cluster_environment, LightningEnvironment):
         follow_launcher()
 
 

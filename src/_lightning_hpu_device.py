@@ -86,5 +86,10 @@ def autoload() -> None:
         library = built_library(torch.__version__, bool(torch._C._GLIBCXX_USE_CXX11_ABI))
         if library is not None:
             torch.ops.load_library(str(library))
+            # torch now has an hpu accelerator, and asks for its module (torch.hpu) by attribute: import it then,
+            # through the emulation's finder, as torch does for its own lazy modules (not now: torch is importing).
+            lazy_modules = getattr(torch, "_lazy_modules", None)
+            if isinstance(lazy_modules, set):
+                lazy_modules.add("hpu")
     except Exception as error:  # the regular loading path reports problems in full, later
         print(f"lightning-hpu: the stand-in's device did not load with torch ({error}).", file=sys.stderr)

@@ -75,12 +75,19 @@ _SLOW_TESTS = frozenset(
 )
 
 
+def _is_slow(item: pytest.Item) -> bool:
+    name = getattr(item, "originalname", item.name)
+    return item.path.name in _SLOW_FILES or name in _SLOW_TESTS or "multiprocess" in item.keywords
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    slow = pytest.mark.slow
-    for item in items:
-        name = getattr(item, "originalname", item.name)
-        if item.path.name in _SLOW_FILES or name in _SLOW_TESTS or "multiprocess" in item.keywords:
-            item.add_marker(slow)
+    slow = [item for item in items if _is_slow(item)]
+    for item in slow:
+        item.add_marker(pytest.mark.slow)
+    # The slow tests first (in their files' order): with workers (`-n 2`), the long runs start while the short tests
+    # are still queued to fill the gaps, instead of one long run finishing alone at the end.
+    slow_ids = {id(item) for item in slow}
+    items[:] = slow + [item for item in items if id(item) not in slow_ids]
     if _bridge_present():
         return
     skip = pytest.mark.skip(reason="needs a Gaudi: run with LIGHTNING_HPU_BACKEND=hpu on a Gaudi machine")

@@ -44,6 +44,11 @@ PRINTS = {
         "train_loss: ",
         "last batch predicted: [",
     ),
+    "examples/fsdp.py --devices 2 --max-steps 4": ("FSDP on 2 HPUs (HPUFSDPStrategy)",),
+    "examples/model_parallel.py --devices 2 --max-steps 4": (
+        "model parallel on 2 HPUs {'data_parallel': 1, 'tensor_parallel': 2}",
+    ),
+    "examples/multi_hpu.py --devices 2 --max-steps 4": ("trained on 2 HPUs",),
 }
 #: Variables a new user's shell does not have; each command sets the ones it needs.
 _TEST_VARIABLES = ("LIGHTNING_HPU_BACKEND", "LIGHTNING_HPU_CPU_DEVICES", "LIGHTNING_HPU_CPU_DEVICE_NAME", "PT_HPU_")

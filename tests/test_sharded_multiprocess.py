@@ -1,8 +1,8 @@
 """The sharded HPU strategies across 2 stand-in devices over the stand-in "hccl" group, in one launch.
 
-``sharded_scenarios.py`` runs every scenario on both ranks (see its docstring); this test checks what each rank
-reports, then reads the full FSDP checkpoint in a fresh Python without lightning-hpu (as a machine without HPU
-would) and into the plain, unsharded model.
+``sharded_scenarios.py`` runs every scenario on both ranks (see its docstring), in the session's two-rank launch
+(``two_device_run.py``); this test checks what each rank reports, then reads the full FSDP checkpoint in a fresh
+Python without lightning-hpu (as a machine without HPU would) and into the plain, unsharded model.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 import torch
+
+from tests.two_device_run import TwoDeviceRun
 
 SCRIPT = Path(__file__).with_name("sharded_scenarios.py")
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,18 +100,8 @@ def _check_rank(report: dict[str, Any]) -> None:
 
 
 @pytest.mark.multiprocess
-def test_sharded_strategies_on_two_standin_devices(tmp_path: Path) -> None:
-    log = tmp_path / "run.log"
-    with log.open("wb") as output:
-        code = subprocess.run(
-            [sys.executable, str(SCRIPT), str(tmp_path)],
-            env=_env(),
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            timeout=500,
-        ).returncode
-    assert code == 0, log.read_text()[-4000:]
-    reports = [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in (0, 1)]
+def test_sharded_strategies_on_two_standin_devices(two_device_run: TwoDeviceRun) -> None:
+    reports = two_device_run.reports("sharded")
     for report in reports:
         _check_rank(report)
 

@@ -18,6 +18,7 @@ SCENARIOS = {
     "compile": "compile_scenarios",
     "bucketing": "bucketing_ddp_scenario",
     "fabric": "fabric_scenarios",
+    "sharded": "sharded_scenarios",
 }
 
 

@@ -19,7 +19,14 @@ from typing import Any
 SCRIPT = Path(__file__).with_name("two_device_scenarios.py")
 ROOT = Path(__file__).resolve().parents[1]
 #: The scenarios of the launch; ``fabric`` runs DeepSpeed, so it is left out where DeepSpeed is not installed.
-SCENARIOS = ["compile", "bucketing", *(["fabric"] if importlib.util.find_spec("deepspeed") else []), "sharded"]
+#: ``sharded`` sets one thread per process and ``recipe_cache`` sets a recipe cache for the process: they come last.
+SCENARIOS = [
+    "compile",
+    "bucketing",
+    *(["fabric"] if importlib.util.find_spec("deepspeed") else []),
+    "sharded",
+    "recipe_cache",
+]
 _LAUNCH_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "WORLD_SIZE", "LOCAL_RANK", "RANK", "GROUP_RANK")
 
 

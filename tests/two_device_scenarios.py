@@ -3,8 +3,8 @@
 ``python two_device_scenarios.py OUT_DIR NAME [NAME ...]`` (with ``LIGHTNING_HPU_CPU_DEVICES=2``) runs the ``main``
 of each named scenario module in turn, writing under ``OUT_DIR/NAME``. The first Trainer or Fabric starts rank 1,
 which re-runs this same command line, so both ranks run the same scenarios in the same order; the later ones reuse
-the process group. Each scenario leaves the process as it found it where it matters (``compile_scenarios`` resets
-TorchDynamo and counts from its own start), so the order is free; the first error stops the launch.
+the process group. A scenario that compiles resets TorchDynamo and counts from its own start; the first error stops the
+launch.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ SCENARIOS = {
     "bucketing": "bucketing_ddp_scenario",
     "fabric": "fabric_scenarios",
     "sharded": "sharded_scenarios",
+    "recipe_cache": "recipe_cache_scenario",
 }
 
 

@@ -5,7 +5,9 @@
 #   bash scripts/test.sh --leg oldest      # Python 3.10, torch 2.9.1 (Intel Gaudi 1.23), Lightning 2.6.0, in .venv-oldest
 #   bash scripts/test.sh --leg newest      # Python 3.12, torch 2.14.1, the newest Lightning 2.6.x, in .venv-newest
 #   bash scripts/test.sh --leg all         # the three in turn, as CI runs them
-# Other arguments go to pytest (e.g. `bash scripts/test.sh --leg oldest tests/test_runtime.py`). A leg that cannot
+# Other arguments go to pytest (e.g. `bash scripts/test.sh --leg oldest tests/test_runtime.py`). pytest runs in
+# LIGHTNING_HPU_TEST_WORKERS processes (pytest-xdist; default 2, 0 for one process): the tests that wait on the Python
+# processes they start leave a core idle, which the other worker's tests use. A leg that cannot
 # be set up fails the run with one sentence saying why; the other legs still run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -97,13 +99,26 @@ run_suite() {
     torch_version="$("$venv/bin/python" -c "import torch; print(torch.__version__.split('+')[0])")"
     # The stand-in's C++ extension is built per torch version: each leg has its own build directory.
     export TORCH_EXTENSIONS_DIR="$PWD/build/torch_extensions/$leg-torch$torch_version"
+    local mypy_pid="" mypy_log="build/mypy-$leg.log"
     if [ "$leg" = pinned ]; then
         "$venv/bin/ruff" check src tests examples benchmarks || return 1
-        "$venv/bin/mypy" || return 1
+        # mypy (one core, ~20 s without its cache) checks while the tests run; its verdict is read after them.
+        mkdir -p build
+        "$venv/bin/mypy" > "$mypy_log" 2>&1 &
+        mypy_pid=$!
     fi
+    local status=0
     # The stand-in's hpu device library is built once per environment, before the tests start their processes.
-    "$venv/bin/python" -m lightning_hpu.runtime.standin.device || return 1
-    LIGHTNING_HPU_BACKEND="${LIGHTNING_HPU_BACKEND:-cpu}" "$venv/bin/python" -m pytest -q "$@" || return 1
+    "$venv/bin/python" -m lightning_hpu.runtime.standin.device || status=1
+    if [ $status = 0 ]; then
+        LIGHTNING_HPU_BACKEND="${LIGHTNING_HPU_BACKEND:-cpu}" "$venv/bin/python" -m pytest -q \
+            -n "${LIGHTNING_HPU_TEST_WORKERS:-2}" --dist loadgroup "$@" || status=1
+    fi
+    if [ -n "$mypy_pid" ]; then
+        wait "$mypy_pid" || status=1
+        cat "$mypy_log"
+    fi
+    return $status
 }
 
 for leg in "${selected[@]}"; do

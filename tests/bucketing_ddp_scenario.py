@@ -1,7 +1,7 @@
 """Bucketed, length-grouped training on 2 stand-in HPUs under ``hpu_parallel``, for ``tests/test_bucketing.py``.
 
-Usage: ``python bucketing_ddp_scenario.py OUT_DIR`` (with ``LIGHTNING_HPU_CPU_DEVICES=2``); every rank writes what
-its steps saw to ``OUT_DIR/rank<rank>.json``.
+Usage: ``python bucketing_ddp_scenario.py OUT_DIR`` (with ``LIGHTNING_HPU_CPU_DEVICES=2``), or ``main(OUT_DIR)`` from
+``two_device_scenarios.py``; every rank writes what its steps saw to ``OUT_DIR/rank<rank>.json``.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from tests.bucketing_model import BucketedTokenModel
 
 BUCKETS = [8, 16, 32]
 
-if __name__ == "__main__":
-    out = Path(sys.argv[1])
+
+def main(out: Path) -> None:
     model = BucketedTokenModel(BUCKETS, grouped=True)
     trainer = Trainer(
         accelerator="hpu",
@@ -35,3 +35,7 @@ if __name__ == "__main__":
     (out / f"rank{trainer.global_rank}.json").write_text(
         json.dumps({"seen": model.seen, "sampler": type(trainer.train_dataloader.batch_sampler).__name__})
     )
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))

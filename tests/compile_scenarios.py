@@ -4,7 +4,7 @@ Lightning's launcher re-runs this script for each local rank. Each rank trains r
 ``HPUCompile`` (regional), in bf16-mixed with gradient accumulation and ``last_batch`` applied to its own share of
 the data, once with DDP and once with fast DDP, and writes what it saw to ``<out>/rank<rank>.json``.
 
-Usage: ``python compile_scenarios.py OUT_DIR``.
+Usage: ``python compile_scenarios.py OUT_DIR``, or ``main(OUT_DIR)`` from ``two_device_scenarios.py``.
 """
 
 from __future__ import annotations
@@ -97,12 +97,11 @@ def run(fast_ddp: bool, last_batch: str) -> dict[str, Any]:
     }
 
 
-def main() -> None:
-    out = Path(sys.argv[1])
+def main(out: Path) -> None:
     report = {"ddp_pad": run(fast_ddp=False, last_batch="pad"), "fast_drop": run(fast_ddp=True, last_batch="drop")}
     rank = torch.distributed.get_rank()
     (out / f"rank{rank}.json").write_text(json.dumps(report))
 
 
 if __name__ == "__main__":
-    main()
+    main(Path(sys.argv[1]))

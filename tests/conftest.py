@@ -15,6 +15,7 @@ from lightning_hpu.runtime import (
     reset_backend,
     settings,
 )
+from tests.two_device_run import TwoDeviceRun, launch
 
 #: What Lightning and DeepSpeed write into the environment of a process that sets up distributed training in
 #: process (single-process DeepSpeed, Fabric), and what the package writes for the bridge (autocast op lists, the
@@ -67,7 +68,6 @@ _SLOW_FILES = frozenset(
 _SLOW_TESTS = frozenset(
     {
         "test_two_process_zero2_seed_config_leaves_identical_replicated_weights",
-        "test_ddp_ranks_get_bucketed_grouped_disjoint_batches_with_masked_loss",
         "test_two_processes_write_one_report_and_one_trace_per_global_rank",
         "test_compile_example_runs_on_the_standin",
         "test_a_kill_during_a_background_write_keeps_the_previous_checkpoint",
@@ -80,12 +80,28 @@ _SLOW_TESTS = frozenset(
 )
 
 
+def _is_slow(item: pytest.Item) -> bool:
+    name = getattr(item, "originalname", item.name)
+    return (
+        item.path.name in _SLOW_FILES
+        or name in _SLOW_TESTS
+        or "multiprocess" in item.keywords
+        or "two_device_run" in getattr(item, "fixturenames", ())
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects, and before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    slow = pytest.mark.slow
+    slow = [item for item in items if _is_slow(item)]
+    for item in slow:
+        item.add_marker(pytest.mark.slow)
     for item in items:
-        name = getattr(item, "originalname", item.name)
-        if item.path.name in _SLOW_FILES or name in _SLOW_TESTS or "multiprocess" in item.keywords:
-            item.add_marker(slow)
+        if "two_device_run" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("two_device_run"))
+    # The slow tests first (in their files' order): with workers (`-n 2`), the long runs start while the short tests
+    # are still queued to fill the gaps, instead of one long run finishing alone at the end.
+    slow_ids = {id(item) for item in slow}
+    items[:] = slow + [item for item in items if id(item) not in slow_ids]
     if _bridge_present():
         return
     skip = pytest.mark.skip(reason="needs a Gaudi: run with LIGHTNING_HPU_BACKEND=hpu on a Gaudi machine")
@@ -115,6 +131,12 @@ def _fresh_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     reset_backend()
     yield
     reset_backend()
+
+
+@pytest.fixture(scope="session")
+def two_device_run(tmp_path_factory: pytest.TempPathFactory) -> TwoDeviceRun:
+    """The two-rank scenarios of several test files, run in one launch for the session (``two_device_run.py``)."""
+    return launch(tmp_path_factory.mktemp("two_device_run"))
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ clipping, and without) and then with ``strategy="deepspeed"`` (ZeRO-2, with ``fa
 weights are compared across ranks and with a plain single-process PyTorch run over the global batches. Each rank
 writes what it saw to ``<out>/rank<global rank>.json``.
 
-Usage: ``python fabric_scenarios.py OUT_DIR``.
+Usage: ``python fabric_scenarios.py OUT_DIR``, or ``main(OUT_DIR)`` from ``two_device_scenarios.py``.
 """
 
 from __future__ import annotations
@@ -148,8 +148,7 @@ def deepspeed_run(fabric: Fabric, out: Path) -> dict[str, Any]:
     }
 
 
-def main() -> None:
-    out = Path(sys.argv[1])
+def main(out: Path) -> None:
     results: dict[str, Any] = {}
     fabric = Fabric(accelerator="hpu", devices=WORLD, strategy="hpu_fast_ddp")
     fabric.launch()
@@ -168,4 +167,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(Path(sys.argv[1]))

@@ -1,7 +1,8 @@
-"""A compiled 2-rank ``hpu_parallel`` run with a recipe cache, for ``tests/test_recipe_cache.py``.
+"""A compiled 2-rank ``hpu_parallel`` run with a recipe cache, for ``tests/test_recipe_cache_multiprocess.py``.
 
-Usage: ``python recipe_cache_scenario.py OUT_DIR CACHE_DIR`` (with ``LIGHTNING_HPU_CPU_DEVICES=2``); every rank
-writes the recipes it compiled to ``OUT_DIR/rank<rank>.json``.
+Usage: ``python recipe_cache_scenario.py OUT_DIR CACHE_DIR`` (with ``LIGHTNING_HPU_CPU_DEVICES=2``), or
+``main(OUT_DIR)`` from ``two_device_scenarios.py`` (the cache in ``OUT_DIR/recipes``); every rank writes the recipes
+it compiled in this run to ``OUT_DIR/rank<rank>.json``.
 """
 
 from __future__ import annotations
@@ -10,16 +11,20 @@ import json
 import sys
 from pathlib import Path
 
+import torch
 from lightning.pytorch import Trainer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from lightning_hpu import HPUAccelerator, HPUCompile, get_backend
 from tests.helpers import RegressionModel
 
-if __name__ == "__main__":
-    out, cache = Path(sys.argv[1]), Path(sys.argv[2])
+
+def main(out: Path, cache: Path | None = None) -> None:
+    torch._dynamo.reset()  # compiles from scratch after other scenarios of the same process
+    counters = get_backend().counters  # type: ignore[union-attr]
+    compiled_before = counters.compiled_recipes
     trainer = Trainer(
-        accelerator=HPUAccelerator(recipe_cache=cache),
+        accelerator=HPUAccelerator(recipe_cache=cache or out / "recipes"),
         devices=2,
         strategy="hpu_parallel",
         max_epochs=1,
@@ -32,5 +37,9 @@ if __name__ == "__main__":
         default_root_dir=str(out),
     )
     trainer.fit(RegressionModel())
-    counters = get_backend().counters  # type: ignore[union-attr]
-    (out / f"rank{trainer.global_rank}.json").write_text(json.dumps({"recipes": counters.compiled_recipes}))
+    recipes = counters.compiled_recipes - compiled_before
+    (out / f"rank{trainer.global_rank}.json").write_text(json.dumps({"recipes": recipes}))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), Path(sys.argv[2]))

@@ -17,7 +17,8 @@ PyTorch run over the global batches:
 
 Every reduce op that reaches the stand-in group is counted. Each rank writes ``<out>/rank<r>.json``.
 
-Usage: ``python sharded_scenarios.py OUT_DIR``.
+Usage: ``python sharded_scenarios.py OUT_DIR``, or ``main(OUT_DIR)`` from ``two_device_scenarios.py`` (last there: it
+sets one thread per process).
 """
 
 from __future__ import annotations
@@ -398,8 +399,7 @@ def norms_bf16_scenario(out: Path) -> dict[str, Any]:
     return {"steps": len(model.losses), "finite": all(loss == loss for loss in model.losses)}
 
 
-def main() -> None:
-    out = Path(sys.argv[1])
+def main(out: Path) -> None:
     torch.set_num_threads(1)
     results: dict[str, Any] = {}
     results["fsdp"] = fsdp_scenario(out)
@@ -417,4 +417,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(Path(sys.argv[1]))

@@ -3,11 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import json
-import os
-import socket
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +24,7 @@ from lightning_hpu.data import (
 )
 from tests.bucketing_model import BucketedTokenModel, sample_lengths
 from tests.helpers import quiet_trainer_kwargs
+from tests.two_device_run import TwoDeviceRun
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -171,27 +167,8 @@ def test_bucketing_bounds_recipes_and_masks_the_loss(standin: Any, tmp_path: Any
     assert unbucketed_recipes == len({tuple(step["shape"]) for step in unbucketed.seen}) > recipes
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def test_ddp_ranks_get_bucketed_grouped_disjoint_batches_with_masked_loss(tmp_path: Path) -> None:
-    launch = ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "WORLD_SIZE", "LOCAL_RANK", "RANK", "GROUP_RANK")
-    env = {key: value for key, value in os.environ.items() if key not in launch}
-    env.update(
-        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"), str(ROOT), env.get("PYTHONPATH")])),
-        LIGHTNING_HPU_BACKEND="cpu",
-        LIGHTNING_HPU_CPU_DEVICES="2",
-        MASTER_PORT=str(_free_port()),
-    )
-    script = Path(__file__).with_name("bucketing_ddp_scenario.py")
-    result = subprocess.run(
-        [sys.executable, str(script), str(tmp_path)], env=env, capture_output=True, text=True, timeout=240
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    reports = [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in (0, 1)]
+def test_ddp_ranks_get_bucketed_grouped_disjoint_batches_with_masked_loss(two_device_run: TwoDeviceRun) -> None:
+    reports = two_device_run.reports("bucketing")  # bucketing_ddp_scenario.py, in the session's two-rank launch
     lengths = sample_lengths()
     indices = [[i for step in report["seen"] for i in step["indices"]] for report in reports]
     # Lightning's DistributedSampler went inside the batch sampler: the ranks share the data set, without overlap.

@@ -1,4 +1,4 @@
-"""Fabric on two stand-in HPUs: fast DDP and DeepSpeed, in one launch of ``fabric_scenarios.py`` (2 processes).
+"""Fabric on two stand-in HPUs: fast DDP and DeepSpeed, ``fabric_scenarios.py`` in the session's two-rank launch.
 
 Every rank's report is checked: identical weights on both ranks, equal to a single-process run over the same global
 batches; fast DDP reduces once per optimizer step and never inside ``fabric.no_backward_sync``, with gradients
@@ -8,7 +8,6 @@ global before ``fabric.clip_gradients``; ``strategy="deepspeed"`` is the HPU Dee
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -16,29 +15,18 @@ from pathlib import Path
 
 import pytest
 
+from tests.two_device_run import TwoDeviceRun
+
 pytest.importorskip("deepspeed")
 
-SCRIPT = Path(__file__).with_name("fabric_scenarios.py")
 SRC = Path(__file__).resolve().parents[1] / "src"
 STEPS = 3  # fabric_scenarios.STEPS
 _LAUNCH_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "WORLD_SIZE", "LOCAL_RANK", "RANK", "GROUP_RANK")
 
 
 @pytest.mark.multiprocess
-def test_fabric_fast_ddp_and_deepspeed_on_two_devices(tmp_path: Path) -> None:
-    env = {key: value for key, value in os.environ.items() if key not in _LAUNCH_VARIABLES}
-    env.update(
-        PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")])),
-        LIGHTNING_HPU_BACKEND="cpu",
-        LIGHTNING_HPU_CPU_DEVICES="2",
-    )
-    env.pop("DS_ACCELERATOR", None)
-    result = subprocess.run(
-        [sys.executable, str(SCRIPT), str(tmp_path)], env=env, capture_output=True, text=True, timeout=400
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    for rank in (0, 1):
-        report = json.loads((tmp_path / f"rank{rank}.json").read_text())
+def test_fabric_fast_ddp_and_deepspeed_on_two_devices(two_device_run: TwoDeviceRun) -> None:
+    for report in two_device_run.reports("fabric"):
         assert report["fast_strategy"] == ["HPUParallelStrategy", True]
         for name in ("fast_accumulate_clip", "fast_plain"):
             fast = report[name]

@@ -31,6 +31,25 @@ README = ROOT / "README.md"
 SLOW = {
     "--offload": "compiles DeepSpeed's cpu_adam C++ extension on its first run (minutes)",
 }
+#: What a command must print besides exiting 0, matched by a substring of exactly one command: the README's own run
+#: of an example is the one that checks it (no other test starts the same process again).
+PRINTS = {
+    "LIGHTNING_HPU_BACKEND=cpu .venv/bin/python examples/gaudi_script.py": (
+        "device: GAUDI2, lazy mode: False",
+        "train_loss: ",
+        "last batch predicted: [",
+    ),
+    "LIGHTNING_HPU_BACKEND=cpu PT_HPU_LAZY_MODE=1 .venv/bin/python examples/gaudi_script.py": (
+        "device: GAUDI2, lazy mode: True",
+        "train_loss: ",
+        "last batch predicted: [",
+    ),
+    "examples/fsdp.py --devices 2 --max-steps 4": ("FSDP on 2 HPUs (HPUFSDPStrategy)",),
+    "examples/model_parallel.py --devices 2 --max-steps 4": (
+        "model parallel on 2 HPUs {'data_parallel': 1, 'tensor_parallel': 2}",
+    ),
+    "examples/multi_hpu.py --devices 2 --max-steps 4": ("trained on 2 HPUs",),
+}
 #: Variables a new user's shell does not have; each command sets the ones it needs.
 _TEST_VARIABLES = ("LIGHTNING_HPU_BACKEND", "LIGHTNING_HPU_CPU_DEVICES", "LIGHTNING_HPU_CPU_DEVICE_NAME", "PT_HPU_")
 
@@ -56,6 +75,10 @@ class Command:
         if re.search(r"(^|/)tensorboard\b", self.text):
             return "starts a server that runs until stopped"
         return next((why for key, why in SLOW.items() if key in self.text), None)
+
+    @property
+    def prints(self) -> tuple[str, ...]:
+        return next((lines for key, lines in PRINTS.items() if key in self.text), ())
 
 
 def _commands(text: str) -> list[Command]:
@@ -89,6 +112,9 @@ COMMANDS = _commands(README.read_text())
 
 def test_the_readme_has_commands_and_every_one_is_written_to_run_as_is() -> None:
     assert len(COMMANDS) >= 10 and any(command.skip_reason is None for command in COMMANDS)
+    for key in PRINTS:
+        matching = [command for command in COMMANDS if key in command.text and command.skip_reason is None]
+        assert len(matching) == 1, f"PRINTS: {key!r} must name one command that runs here, found {len(matching)}"
     for command in COMMANDS:
         where = f"README.md line {command.line}: {command.text!r}"
         # After Quick start there is no activated environment: plain `python`/`pip` is not the one with lightning.
@@ -131,3 +157,5 @@ def test_readme_command_runs_as_written(command: Command, fresh_clone: Path) -> 
         ["bash", "-c", command.text], cwd=fresh_clone, env=env, capture_output=True, text=True, timeout=540
     )
     assert result.returncode == 0, f"README.md line {command.line} failed:\n{command.text}\n{result.stderr[-4000:]}"
+    for line in command.prints:
+        assert line in result.stdout, f"README.md line {command.line} did not print {line!r}:\n{result.stdout[-3000:]}"

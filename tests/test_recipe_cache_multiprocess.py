@@ -1,4 +1,8 @@
-"""Recipes kept across runs by the ranks of a node: two 2-rank ``hpu_parallel`` runs sharing one recipe cache."""
+"""Recipes kept across runs by the ranks of a node: two 2-rank ``hpu_parallel`` runs sharing one recipe cache.
+
+The first run is a scenario of the session's two-rank launch (``two_device_run.py``); the second, a fresh launch of
+``recipe_cache_scenario.py`` here, must find every recipe in the cache the first one filled.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,8 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.two_device_run import TwoDeviceRun
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = Path(__file__).with_name("recipe_cache_scenario.py")
@@ -38,9 +44,9 @@ def _run(out: Path, cache: Path) -> list[int]:
     return [json.loads((out / f"rank{rank}.json").read_text())["recipes"] for rank in (0, 1)]
 
 
-def test_two_ranks_share_one_cache_across_two_runs(tmp_path: Path) -> None:
-    cache = tmp_path / "recipes"
-    first = _run(tmp_path / "first", cache)
+def test_two_ranks_share_one_cache_across_two_runs(two_device_run: TwoDeviceRun, tmp_path: Path) -> None:
+    cache = two_device_run.out / "recipe_cache" / "recipes"
+    first = [report["recipes"] for report in two_device_run.reports("recipe_cache")]
     assert sum(first) > 0  # (a rank may load a recipe the other rank stored a moment before)
     assert _run(tmp_path / "second", cache) == [0, 0]
     assert not list(cache.glob(".*.tmp"))  # every recipe was written whole, with both ranks writing

@@ -1,8 +1,8 @@
 """The sharded HPU strategies across 2 stand-in devices over the stand-in "hccl" group, in one launch.
 
-``sharded_scenarios.py`` runs every scenario on both ranks (see its docstring); this test checks what each rank
-reports, then reads the full FSDP checkpoint in a fresh Python without lightning-hpu (as a machine without HPU
-would) and into the plain, unsharded model.
+``sharded_scenarios.py`` runs every scenario on both ranks (see its docstring), in the session's two-rank launch
+(``two_device_run.py``); this test checks what each rank reports, then reads the full FSDP checkpoint in a fresh
+Python without lightning-hpu (as a machine without HPU would) and into the plain, unsharded model.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 import torch
+
+from tests.two_device_run import TwoDeviceRun
 
 SCRIPT = Path(__file__).with_name("sharded_scenarios.py")
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,18 +100,8 @@ def _check_rank(report: dict[str, Any]) -> None:
 
 
 @pytest.mark.multiprocess
-def test_sharded_strategies_on_two_standin_devices(tmp_path: Path) -> None:
-    log = tmp_path / "run.log"
-    with log.open("wb") as output:
-        code = subprocess.run(
-            [sys.executable, str(SCRIPT), str(tmp_path)],
-            env=_env(),
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            timeout=500,
-        ).returncode
-    assert code == 0, log.read_text()[-4000:]
-    reports = [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in (0, 1)]
+def test_sharded_strategies_on_two_standin_devices(two_device_run: TwoDeviceRun) -> None:
+    reports = two_device_run.reports("sharded")
     for report in reports:
         _check_rank(report)
 
@@ -138,25 +130,17 @@ def test_sharded_strategies_on_two_standin_devices(tmp_path: Path) -> None:
 
 
 @pytest.mark.multiprocess
-def test_sharded_examples_run_on_two_standin_devices(tmp_path: Path) -> None:
-    """``examples/fsdp.py`` (with a sharded checkpoint) and ``examples/model_parallel.py``, side by side."""
-    commands = {
-        "fsdp": [str(ROOT / "examples" / "fsdp.py"), "--checkpoint", str(tmp_path / "ckpt")],
-        "model_parallel": [str(ROOT / "examples" / "model_parallel.py")],
-    }
-    runs = {
-        name: subprocess.Popen(
-            [sys.executable, *command, "--devices", "2", "--max-steps", "3"],
-            env=_env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for name, command in commands.items()
-    }
-    outputs = {name: run.communicate(timeout=400)[0] for name, run in runs.items()}
-    for name, run in runs.items():
-        assert run.returncode == 0, outputs[name][-3000:]
-    assert "FSDP on 2 HPUs (HPUFSDPStrategy)" in outputs["fsdp"]
+def test_fsdp_example_saves_a_sharded_checkpoint_on_two_standin_devices(tmp_path: Path) -> None:
+    """``examples/fsdp.py --checkpoint``; the README's commands run it and ``examples/model_parallel.py`` without."""
+    command = [str(ROOT / "examples" / "fsdp.py"), "--checkpoint", str(tmp_path / "ckpt")]
+    result = subprocess.run(
+        [sys.executable, *command, "--devices", "2", "--max-steps", "3"],
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=400,
+    )
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "FSDP on 2 HPUs (HPUFSDPStrategy)" in result.stdout
     assert (tmp_path / "ckpt" / "meta.pt").is_file()
-    assert "model parallel on 2 HPUs {'data_parallel': 1, 'tensor_parallel': 2}" in outputs["model_parallel"]

@@ -90,6 +90,13 @@ def _is_slow(item: pytest.Item) -> bool:
     )
 
 
+def _starts_ray(item: pytest.Item) -> bool:
+    if item.path.name == "test_ray_train.py":
+        return True
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and "ray_train.py" in str(callspec.params)
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects, and before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     slow = [item for item in items if _is_slow(item)]
@@ -98,6 +105,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "two_device_run" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("two_device_run"))
+        elif _starts_ray(item):
+            # One Ray job at a time: Ray's Lightning callback keeps checkpoints in /tmp folders named by job id, which
+            # each new local cluster starts again from 01000000.
+            item.add_marker(pytest.mark.xdist_group("ray"))
     # The slow tests first (in their files' order): with workers (`-n 2`), the long runs start while the short tests
     # are still queued to fill the gaps, instead of one long run finishing alone at the end.
     slow_ids = {id(item) for item in slow}

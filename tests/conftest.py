@@ -111,6 +111,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group("ray"))
     # The slow tests first (in their files' order): with workers (`-n 2`), the long runs start while the short tests
     # are still queued to fill the gaps, instead of one long run finishing alone at the end.
+    slow.sort(key=lambda item: not _starts_ray(item))  # the longest run (a Ray cluster and its job) starts first
     slow_ids = {id(item) for item in slow}
     items[:] = slow + [item for item in items if id(item) not in slow_ids]
     if _bridge_present():

@@ -30,6 +30,10 @@ README = ROOT / "README.md"
 #: Commands that work on the stand-in but take minutes here; matched by a substring of the command.
 SLOW = {
     "--offload": "compiles DeepSpeed's cpu_adam C++ extension on its first run (minutes)",
+    "examples/ray_train.py": (
+        "starts a local Ray cluster (a minute or more on 2 busy cores); tests/test_ray_train.py runs the same path:"
+        " a TorchTrainer job of 2 HPU workers on the stand-in"
+    ),
 }
 #: What a command must print besides exiting 0, matched by a substring of exactly one command: the README's own run
 #: of an example is the one that checks it (no other test starts the same process again).

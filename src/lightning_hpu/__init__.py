@@ -15,6 +15,7 @@ from lightning_hpu.compile import HPUCompile, HPURecompileMonitor, HPUThroughput
 from lightning_hpu.data import BucketPadCollate, LengthGroupedBatchSampler
 from lightning_hpu.fabric.precision import HPUPrecision
 from lightning_hpu.fp8 import HPUFp8Inference, fp8_finish_measurement, fp8_measure, fp8_quantize
+from lightning_hpu.habana_paths import install as install_habana_paths
 from lightning_hpu.hpu_graphs import HPUGraph, HPUGraphs, ModuleCacher, make_graphed_callables, wrap_in_hpu_graph
 from lightning_hpu.optimizers import clip_grad_norm, fused_adamw, fused_sgd
 from lightning_hpu.plugins import (
@@ -51,6 +52,8 @@ _RAY_NAMES = ("HPURayDDPStrategy", "HPURayDeepSpeedStrategy", "HPURayFSDPStrateg
 
 
 def __getattr__(name: str) -> Any:
+    if name == "HPU_AVAILABLE":  # lightning-habana's flag, asked when read (lightning-habana ran hl-smi at import)
+        return HPUAccelerator.is_available()
     if name in _RAY_NAMES:
         from lightning_hpu import ray as ray_strategies
 
@@ -105,5 +108,6 @@ __all__ = [
 ]
 
 warn_if_untested()
+install_habana_paths()
 apply_recipe_cache_from_env()
 register_all()

@@ -28,7 +28,7 @@ from lightning_hpu.strategies.hccl import FabricHCCLCollectivesHooks, with_gaudi
 from lightning_hpu.strategies.lazy_mode import FabricHPUStrategyHooks
 from lightning_hpu.strategies.start_methods import check_start_method
 
-__all__ = ["HPUFSDPStrategy", "HPUModelParallelStrategy", "HPUParallelStrategy", "SingleHPUStrategy"]
+__all__ = ["HPUDDPStrategy", "HPUFSDPStrategy", "HPUModelParallelStrategy", "HPUParallelStrategy", "SingleHPUStrategy"]
 
 
 class SingleHPUStrategy(FabricHPUStrategyHooks, SingleDeviceStrategy):
@@ -188,3 +188,7 @@ class HPUParallelStrategy(FabricHPUStrategyHooks, FabricHCCLCollectivesHooks):
         strategy_registry.register(
             "hpu_fast_ddp", cls, description=f"{cls.__name__}: one fused gradient all-reduce per step", fast_ddp=True
         )
+
+
+#: lightning-habana's name for the same class (README, "Coming from lightning-habana").
+HPUDDPStrategy = HPUParallelStrategy

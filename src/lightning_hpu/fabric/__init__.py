@@ -1,0 +1,25 @@
+"""lightning-hpu for Lightning Fabric: the accelerator, strategies, precision and checkpoint IO of its modules.
+
+The package itself serves lightning-habana's ``lightning_habana.fabric`` names (``HPUAccelerator``,
+``HPUDDPStrategy``, ``HPUPrecision``, ...), each imported when first read, so that importing one module of the
+package imports nothing else.
+"""
+
+from typing import Any
+
+__all__ = [
+    "HPUAccelerator",
+    "HPUCheckpointIO",
+    "HPUDDPStrategy",
+    "HPUFSDPPrecision",
+    "HPUFSDPStrategy",
+    "HPUParallelStrategy",
+    "HPUPrecision",
+    "SingleHPUStrategy",
+]
+
+
+def __getattr__(name: str) -> Any:
+    from lightning_hpu import habana_paths
+
+    return habana_paths.module_getattr(__name__, habana_paths.FABRIC_PACKAGE_NAMES)(name)

@@ -112,7 +112,7 @@ run_suite() {
     "$venv/bin/python" -m lightning_hpu.runtime.standin.device || status=1
     if [ $status = 0 ]; then
         LIGHTNING_HPU_BACKEND="${LIGHTNING_HPU_BACKEND:-cpu}" "$venv/bin/python" -m pytest -q \
-            -n "${LIGHTNING_HPU_TEST_WORKERS:-2}" --dist loadgroup "$@" || status=1
+            -n "${LIGHTNING_HPU_TEST_WORKERS:-2}" --dist loadgroup --durations=15 "$@" || status=1
     fi
     if [ -n "$mypy_pid" ]; then
         wait "$mypy_pid" || status=1

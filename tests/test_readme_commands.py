@@ -6,7 +6,8 @@ a reason this file names: the Quick-start commands (they built the environment t
 for a Gaudi (marked ``on a Gaudi`` in the README), parts of a multi-node job, installs from the network, servers,
 and the few commands listed in ``SLOW``. Every other command runs with ``bash -c`` in a scratch copy of the
 clone (links to its files, so outputs such as ``profiler_logs/`` land in the scratch directory), without the
-stand-in variables of this test process: it must set what it needs itself, as a new user's shell would.
+stand-in variables of this test process: it must set what it needs itself, as a new user's shell would. The
+benchmarks in ``SMOKE_ARGUMENTS`` run with smaller sizes appended (the README's figures come from full-size runs).
 
 The scratch copy's ``.venv`` is the environment under test: the one named by ``LIGHTNING_HPU_TEST_VENV``, else the
 virtual environment running this test (so each CI leg's venv, such as ``.venv-torch29``, runs the commands with its
@@ -34,6 +35,14 @@ SLOW = {
         "starts a local Ray cluster (a minute or more on 2 busy cores); tests/test_ray_train.py runs the same path:"
         " a TorchTrainer job of 2 HPU workers on the stand-in"
     ),
+}
+#: Benchmarks run here on smaller sizes (these arguments are appended to the README's command): the test checks that
+#: the command runs as written, through the same code, while the README's figures come from the full-size run.
+SMOKE_ARGUMENTS = {
+    "benchmarks/bucketing.py": "--samples 256",
+    "benchmarks/sharded_memory.py": "--width 128 --blocks 2",
+    "benchmarks/compile.py": "--depths 2 --steps 3",
+    "benchmarks/async_checkpoint.py": "--megabytes 16 --rounds 1",
 }
 #: What a command must print besides exiting 0, matched by a substring of exactly one command: the README's own run
 #: of an example is the one that checks it (no other test starts the same process again).
@@ -79,6 +88,14 @@ class Command:
         if re.search(r"(^|/)tensorboard\b", self.text):
             return "starts a server that runs until stopped"
         return next((why for key, why in SLOW.items() if key in self.text), None)
+
+    @property
+    def to_run(self) -> str:
+        """The command as this test runs it: the README's text, with a benchmark's smoke-size arguments."""
+        extra = next((arguments for key, arguments in SMOKE_ARGUMENTS.items() if key in self.text), None)
+        if extra is None:
+            return self.text
+        return re.sub(r"\s+#.*$", "", self.text) + " " + extra
 
     @property
     def prints(self) -> tuple[str, ...]:
@@ -158,8 +175,8 @@ def test_readme_command_runs_as_written(command: Command, fresh_clone: Path) -> 
         pytest.skip(command.skip_reason)
     env = {key: value for key, value in os.environ.items() if not key.startswith(_TEST_VARIABLES)}
     result = subprocess.run(
-        ["bash", "-c", command.text], cwd=fresh_clone, env=env, capture_output=True, text=True, timeout=540
+        ["bash", "-c", command.to_run], cwd=fresh_clone, env=env, capture_output=True, text=True, timeout=540
     )
-    assert result.returncode == 0, f"README.md line {command.line} failed:\n{command.text}\n{result.stderr[-4000:]}"
+    assert result.returncode == 0, f"README.md line {command.line} failed:\n{command.to_run}\n{result.stderr[-4000:]}"
     for line in command.prints:
         assert line in result.stdout, f"README.md line {command.line} did not print {line!r}:\n{result.stdout[-3000:]}"

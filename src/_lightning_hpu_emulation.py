@@ -42,6 +42,7 @@ MODULES: dict[str, str | None] = {
     "habana_frameworks.torch.hpex": None,
     "habana_frameworks.torch.hpex.optimizers": "optimizers",
     "habana_frameworks.torch.hpex.normalization": "normalization",
+    "habana_frameworks.torch.hpex.kernels": "kernels",
     "habana_frameworks.torch.hpex.experimental": None,
     "habana_frameworks.torch.hpex.experimental.transformer_engine": "transformer_engine",
     "habana_frameworks.torch.hpex.experimental.transformer_engine.recipe": "te_recipe",
@@ -51,6 +52,7 @@ MODULES: dict[str, str | None] = {
     "habana_frameworks.torch.utils": None,
     "habana_frameworks.torch.utils.debug": "debug",
     "habana_frameworks.torch.utils.experimental": "experimental",
+    "habana_frameworks.torch.utils.library_loader": "library_loader",
 }
 
 #: torch's device module for ``hpu``, served by the emulated bridge module as on a Gaudi.

@@ -9,10 +9,12 @@ function calls the very backend the package uses (:func:`lightning_hpu.runtime.g
   (:mod:`lightning_hpu.runtime.standin.device`);
 - ``core``: ``habana_frameworks.torch.core`` (``mark_step``, ``is_lazy``, ``hpu``);
 - ``hpu``: ``habana_frameworks.torch.hpu``, also ``torch.hpu`` (devices, memory, dynamic-shape switch, autocast
-  state, and in lazy mode the HPU-graph API), a package with ``graphs`` (the graph API) and ``metrics`` (the
-  bridge's metrics over the stand-in's counters);
+  state, ``FusedSDPA``'s recomputation switch, and in lazy mode the HPU-graph API), a package with ``graphs`` (the
+  graph API) and ``metrics`` (the bridge's metrics over the stand-in's counters);
 - ``optimizers`` / ``normalization``: ``hpex.optimizers`` (``FusedAdamW``, ``FusedSGD``) and ``hpex.normalization``
-  (``FusedClipNorm``);
+  (``FusedClipNorm``, ``FusedRMSNorm``);
+- ``kernels``: ``hpex.kernels`` (``FusedSDPA``, the rotary-embedding helpers), plain torch ops whose backward
+  recomputes the forward (``recompute``); ``library_loader``: ``habana_frameworks.torch.utils.library_loader``;
 - ``hccl``: ``habana_frameworks.torch.distributed.hccl`` (registers the ``"hccl"`` backend on import).
 - ``transformer_engine`` (with ``te_recipe``, ``te_fp8``): ``hpex.experimental.transformer_engine``, fp8 by
   quantize-dequantize with delayed scaling; ``debug``: ``habana_frameworks.torch.utils.debug``.

@@ -12,6 +12,8 @@ mode: in eager mode these names are missing (``AttributeError``), with the packa
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -29,6 +31,7 @@ __all__ = [
     "default_stream",
     "device",
     "device_count",
+    "enable_recompute_sdp",
     "get_device_name",
     "get_rng_state",
     "initial_seed",
@@ -43,9 +46,11 @@ __all__ = [
     "memory_allocated",
     "memory_reserved",
     "memory_stats",
+    "recompute_sdp_enabled",
     "reset_accumulated_memory_stats",
     "reset_max_memory_allocated",
     "reset_peak_memory_stats",
+    "sdp_kernel",
     "set_device",
     "set_rng_ctx",
     "set_rng_state",
@@ -300,6 +305,33 @@ def input_hash(obj: Any) -> int:
 def get_autocast_hpu_dtype() -> torch.dtype:
     """The dtype the device's autocast lowers to (bf16 unless a region chose another)."""
     return torch.get_autocast_dtype("hpu")
+
+
+#: Whether ``hpex.kernels.FusedSDPA`` recomputes in its backward when its call does not say (on by default, as in
+#: the bridge). The stand-in's values are the same either way; the choice decides which arguments FusedSDPA accepts.
+_recompute_sdp = True
+
+
+def enable_recompute_sdp(enabled: bool) -> None:
+    """Make ``FusedSDPA`` recompute (``True``) or keep its probabilities (``False``) when a call does not choose."""
+    global _recompute_sdp
+    _recompute_sdp = bool(enabled)
+
+
+def recompute_sdp_enabled() -> bool:
+    """Whether ``FusedSDPA`` recomputes by default (:func:`enable_recompute_sdp`)."""
+    return _recompute_sdp
+
+
+@contextmanager
+def sdp_kernel(enable_recompute: bool = True) -> Iterator[dict[str, Any]]:
+    """Switch ``FusedSDPA``'s recomputation inside the block (restored after it), as the bridge's context manager."""
+    previous = recompute_sdp_enabled()
+    enable_recompute_sdp(enable_recompute)
+    try:
+        yield {}
+    finally:
+        enable_recompute_sdp(previous)
 
 
 # Importing this module (as ``torch.hpu``, or through ``habana_frameworks``) makes the ``hpu`` device real.

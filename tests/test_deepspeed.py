@@ -26,7 +26,7 @@ from lightning.pytorch.strategies import StrategyRegistry
 from lightning.pytorch.utilities.exceptions import MisconfigurationException
 
 from lightning_hpu import HPUAccelerator, HPUDeepSpeedStrategy
-from lightning_hpu.runtime import get_backend
+from lightning_hpu.runtime import get_backend, reset_backend
 from lightning_hpu.runtime.standin import CPUStandInBackend
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -168,6 +168,23 @@ def test_zero_stage_in_bf16_decreases_the_loss(stage: int, lazy_mode: None) -> N
     backend = get_backend()
     if isinstance(backend, CPUStandInBackend):
         assert backend.counters.mark_steps == 2 * steps
+
+
+def test_fp16_trains_under_deepspeed_where_the_generation_supports_it(
+    standin: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DeepSpeed asks its accelerator whether fp16 runs: the emulated generation answers, as the bridge does, not the
+    host CPU (whose DeepSpeed accelerator says no without AVX512-FP16)."""
+    from deepspeed.accelerator import get_accelerator
+
+    model = example.RegressionModel()
+    trainer = _trainer(HPUDeepSpeedStrategy(stage=2), plugins=[DeepSpeedPrecision("16-mixed")], max_steps=2)
+    trainer.fit(model, example.dataloader())
+    assert trainer.strategy.deepspeed_engine.fp16_enabled()
+    assert get_accelerator().is_fp16_supported() and torch.half in get_accelerator().supported_dtypes()
+    monkeypatch.setenv("LIGHTNING_HPU_CPU_DEVICE_NAME", "GAUDI")
+    reset_backend()
+    assert not get_accelerator().is_fp16_supported() and torch.half not in get_accelerator().supported_dtypes()
 
 
 def test_module_optimizer_wins_over_the_config_optimizer() -> None:

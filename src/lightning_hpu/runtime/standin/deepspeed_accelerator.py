@@ -104,6 +104,15 @@ def _accelerator_class() -> type:
         def get_compile_backend(self) -> str:
             return "hpu_backend"
 
+        def is_fp16_supported(self) -> bool:
+            # As DeepSpeed's HPU accelerator: the device generation decides (Gaudi2 and later), not the host CPU.
+            from lightning_hpu.runtime import require_backend
+
+            return require_backend().supports_fp16()
+
+        def supported_dtypes(self) -> list[torch.dtype]:
+            return [torch.float, torch.bfloat16, *([torch.half] if self.is_fp16_supported() else [])]
+
     return StandInHPUAccelerator
 
 

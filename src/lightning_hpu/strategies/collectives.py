@@ -38,6 +38,15 @@ MEAN_NAMES = frozenset({"mean", "avg"})
 
 _NAMED_OPS = {"sum": ReduceOp.SUM, "min": ReduceOp.MIN, "max": ReduceOp.MAX}
 
+class UnsupportedReduceOpError(ValueError, TypeError):
+    """A ``reduce_op`` HCCL cannot run. A ``ValueError``, and a ``TypeError`` as lightning-habana raised it, so code
+    written for either catches it; its first sentence is lightning-habana's."""
+
+    def __init__(self, reduce_op: object, advice: str) -> None:
+        supported = ", ".join(op.name.lower() for op in sorted(HCCL_REDUCE_OPS, key=int))
+        super().__init__(f"Unsupported ReduceOp {reduce_op}. Supported ops in HCCL are: {supported}. {advice}")
+
+
 _PRODUCT_REFUSAL = (
     "HCCL cannot multiply across processes (its product reduction is not implemented); reduce on the host, or"
     " all-reduce the logarithms with reduce_op='sum' and exponentiate."
@@ -74,8 +83,8 @@ def hccl_reduce_op(reduce_op: ReduceOp | ReduceOp.RedOpType | str | None) -> tup
         if name in _NAMED_OPS:
             return _NAMED_OPS[name], False
         if name in ("product", "prod"):
-            raise ValueError(f"reduce_op={reduce_op!r}: {_PRODUCT_REFUSAL}")
-        raise ValueError(f"reduce_op={reduce_op!r} is not a reduction HCCL can run; use 'mean', 'sum', 'min' or 'max'.")
+            raise UnsupportedReduceOpError(reduce_op, f"reduce_op={reduce_op!r}: {_PRODUCT_REFUSAL}")
+        raise UnsupportedReduceOpError(reduce_op, f"reduce_op={reduce_op!r}: use 'mean', 'sum', 'min' or 'max'.")
     # A ``ReduceOp`` object carries its ``RedOpType`` in ``op``; the sets and comparisons below use the latter.
     op: Any = getattr(reduce_op, "op", reduce_op)
     if op == ReduceOp.AVG:
@@ -83,8 +92,8 @@ def hccl_reduce_op(reduce_op: ReduceOp | ReduceOp.RedOpType | str | None) -> tup
     if op in HCCL_REDUCE_OPS:
         return op, False
     if op == ReduceOp.PRODUCT:
-        raise ValueError(f"reduce_op={reduce_op!r}: {_PRODUCT_REFUSAL}")
-    raise ValueError(f"reduce_op={reduce_op!r} is not supported by HCCL; use ReduceOp.SUM, MIN, MAX or 'mean'.")
+        raise UnsupportedReduceOpError(op, f"reduce_op={reduce_op!r}: {_PRODUCT_REFUSAL}")
+    raise UnsupportedReduceOpError(op, f"reduce_op={reduce_op!r}: use ReduceOp.SUM, MIN, MAX or 'mean'.")
 
 
 def _to_wire(tensor: Tensor) -> Tensor:

@@ -42,6 +42,7 @@ MODULES: dict[str, str | None] = {
     "habana_frameworks.torch.hpex": None,
     "habana_frameworks.torch.hpex.optimizers": "optimizers",
     "habana_frameworks.torch.hpex.normalization": "normalization",
+    "habana_frameworks.torch.hpex.movingavrg": "movingavrg",
     "habana_frameworks.torch.hpex.kernels": "kernels",
     "habana_frameworks.torch.hpex.experimental": None,
     "habana_frameworks.torch.hpex.experimental.transformer_engine": "transformer_engine",

@@ -11,8 +11,9 @@ function calls the very backend the package uses (:func:`lightning_hpu.runtime.g
 - ``hpu``: ``habana_frameworks.torch.hpu``, also ``torch.hpu`` (devices, memory, dynamic-shape switch, autocast
   state, ``FusedSDPA``'s recomputation switch, and in lazy mode the HPU-graph API), a package with ``graphs`` (the
   graph API) and ``metrics`` (the bridge's metrics over the stand-in's counters);
-- ``optimizers`` / ``normalization``: ``hpex.optimizers`` (``FusedAdamW``, ``FusedSGD``) and ``hpex.normalization``
-  (``FusedClipNorm``, ``FusedRMSNorm``);
+- ``optimizers`` / ``normalization``: ``hpex.optimizers`` (``FusedAdamW``, ``FusedSGD``, ``FusedLamb``,
+  ``FusedAdagrad``, ``FusedLars``) and ``hpex.normalization`` (``FusedClipNorm``, ``FusedRMSNorm``); ``movingavrg``:
+  ``hpex.movingavrg`` (``FusedEMA``);
 - ``kernels``: ``hpex.kernels`` (``FusedSDPA``, the rotary-embedding helpers), plain torch ops whose backward
   recomputes the forward (``recompute``); ``library_loader``: ``habana_frameworks.torch.utils.library_loader``;
 - ``hccl``: ``habana_frameworks.torch.distributed.hccl`` (registers the ``"hccl"`` backend on import).

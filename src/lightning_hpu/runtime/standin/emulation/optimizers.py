@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from lightning_hpu.runtime.standin.optimizers import FusedAdamW, FusedSGD
+from lightning_hpu.runtime.standin.optimizers import FusedAdagrad, FusedAdamW, FusedLamb, FusedLars, FusedSGD
 
-__all__ = ["FusedAdamW", "FusedSGD"]
+__all__ = ["FusedAdagrad", "FusedAdamW", "FusedLamb", "FusedLars", "FusedSGD"]

@@ -219,3 +219,28 @@ def test_fp16_mixed_gets_a_sharded_scaler_on_gaudi2(plugin_cls: type) -> None:
     layer, inputs = nn.Linear(2, 2).to(device), torch.ones(1, 2, device=device)
     with plugin.forward_context():
         assert layer(inputs).dtype == torch.float16
+
+
+def test_a_model_the_user_wrapped_keeps_its_wrapping_with_warnings(standin: Any) -> None:
+    """As Lightning's FSDP strategies: an auto-wrap policy is ignored, with a warning, for a model the user wrapped,
+    and parameters still on the meta device are pointed out."""
+    from lightning.fabric import Fabric
+    from torch.distributed.fsdp import FullyShardedDataParallel
+    from torch.distributed.fsdp.wrap import always_wrap_policy, wrap
+
+    from lightning_hpu.fabric.sharded_strategies import HPUFSDPStrategy as FabricFSDP
+
+    fabric = Fabric(accelerator="hpu", devices=1, strategy=FabricFSDP(auto_wrap_policy=always_wrap_policy))
+    fabric.launch()
+    with fabric.init_module():
+        model = torch.nn.Sequential(torch.nn.Linear(1, 1), torch.nn.ReLU(), wrap(torch.nn.Linear(1, 1)))
+    with pytest.warns(UserWarning, match="already wrapped: the policy is ignored"):
+        wrapped = fabric.setup(model)
+    assert not isinstance(wrapped._forward_module, FullyShardedDataParallel)
+    assert isinstance(wrapped._forward_module[2], FullyShardedDataParallel)
+
+    with fabric.init_module(empty_init=True):
+        model = torch.nn.Sequential(torch.nn.Linear(1, 1), torch.nn.ReLU(), wrap(torch.nn.Linear(1, 1)))
+    assert model[0].weight.is_meta
+    with pytest.warns(UserWarning, match="still parameters on the meta device"):
+        fabric.setup(model)

@@ -135,13 +135,23 @@ def wrap_fsdp(module: Module, *, activation_checkpointing_kwargs: dict[str, Any]
 
     Lightning passes ``device_id=root_device.index``, which is ``None`` for the HPU (and the stand-in's CPU), and FSDP
     reads ``None`` as "the current CUDA device"; here FSDP gets the device itself. A module the user already wrapped
-    is kept (and the auto-wrap policy dropped), then activation checkpointing is applied, as in Lightning.
+    is kept (the auto-wrap policy dropped, with a warning, as is one about parameters left on the meta device), then
+    activation checkpointing is applied, as in Lightning.
     """
     from lightning.fabric.strategies.fsdp import _move_torchmetrics_to_device, _setup_activation_checkpointing
+    from lightning.fabric.utilities.init import _has_meta_device_parameters_or_buffers
+    from lightning.fabric.utilities.rank_zero import rank_zero_warn
     from torch.distributed.fsdp import FullyShardedDataParallel
 
     if any(isinstance(submodule, FullyShardedDataParallel) for submodule in module.modules()):
-        fsdp_kwargs.pop("auto_wrap_policy", None)
+        # The user wrapped submodules themselves: say what that leaves undone, as Lightning's FSDP strategies do.
+        if _has_meta_device_parameters_or_buffers(module):
+            rank_zero_warn(
+                "The model is already wrapped in FSDP, but there are still parameters on the meta device:"
+                " materialize them (or let the strategy wrap the model) before setting it up."
+            )
+        if fsdp_kwargs.pop("auto_wrap_policy", None) is not None:
+            rank_zero_warn("An FSDP `auto_wrap_policy` is set, but the model is already wrapped: the policy is ignored")
     else:
         module = FullyShardedDataParallel(module=module, device_id=fsdp_device(), **fsdp_kwargs)
     _move_torchmetrics_to_device(module, fsdp_device())

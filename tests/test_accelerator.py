@@ -95,3 +95,8 @@ def test_device_stats_monitor_logs_hpu_memory(tmp_path: object) -> None:
         columns = metrics.readline().strip().split(",")
     assert any(column.endswith("MaxInUse") for column in columns), columns
     assert any(column.endswith("Limit") for column in columns), columns
+
+
+def test_setup_device_refuses_a_device_of_another_type(standin: object) -> None:
+    with pytest.raises(ValueError, match=r"^Device should be HPU: HPUAccelerator got cpu; pass an hpu device\.$"):
+        HPUAccelerator().setup_device(torch.device("cpu"))

@@ -42,7 +42,9 @@ class HPUAccelerator(Accelerator):
     def setup_device(self, device: torch.device) -> None:
         backend = require_backend()
         if device.type != backend.torch_device().type:
-            raise ValueError(f"HPUAccelerator got device {device}; expected an {backend.torch_device().type} device.")
+            raise ValueError(
+                f"Device should be HPU: HPUAccelerator got {device}; pass an {backend.torch_device().type} device."
+            )
         indices = selected_device_indices()
         if indices is not None and len(indices) == 1:
             # One process: bind it here. Several: each binds when its process group is prepared (``initialize_hccl``).

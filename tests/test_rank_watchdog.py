@@ -35,6 +35,14 @@ def left(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int | str, str]]:
     return departures
 
 
+@pytest.fixture
+def exit_deadlines(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The exit deadlines a failing rank set itself (instead of arming this process's alarm)."""
+    deadlines: list[int] = []
+    monkeypatch.setattr(rank_watchdog, "_exit_within", deadlines.append)
+    return deadlines
+
+
 def _watchdog(store: Any, rank: int, job: str) -> RankWatchdog:
     return RankWatchdog("127.0.0.1", store.port, rank, world_size=3, job=job, timeout=TIMEOUT, poll_seconds=0.1)
 
@@ -47,7 +55,7 @@ def _gone_rank(store: Any, job: str, rank: int, seconds_ago: float) -> None:
 
 
 def test_a_timeout_names_the_stalled_and_the_gone_ranks_and_stops_the_others(
-    store: Any, left: list[tuple[int | str, str]]
+    store: Any, left: list[tuple[int | str, str]], exit_deadlines: list[int]
 ) -> None:
     failing, stalled = _watchdog(store, 0, "a"), _watchdog(store, 1, "a")
     _gone_rank(store, "a", 2, seconds_ago=10)
@@ -64,10 +72,12 @@ def test_a_timeout_names_the_stalled_and_the_gone_ranks_and_stops_the_others(
     failing.close()
     stalled.close()
     assert left == [(1, reason)]  # the stalled rank was told to go, with the reason; the failing rank was not
+    # The failing rank's job is broken: it must be gone soon even if shutting down waits on the broken group.
+    assert exit_deadlines == [rank_watchdog.BROKEN_JOB_EXIT_GRACE_S]
 
 
 def test_the_first_reason_wins_and_a_plain_failure_names_its_rank(
-    store: Any, left: list[tuple[int | str, str]]
+    store: Any, left: list[tuple[int | str, str]], exit_deadlines: list[int]
 ) -> None:
     first, second, third = _watchdog(store, 0, "b"), _watchdog(store, 1, "b"), _watchdog(store, 2, "b")
     second.note("validation step 2")
@@ -82,6 +92,7 @@ def test_the_first_reason_wins_and_a_plain_failure_names_its_rank(
     late = _watchdog(store, 0, "b")
     assert late.abort(RuntimeError("something else")) == reason
     late.close()
+    assert exit_deadlines == []  # a plain failure leaves a working group: the process exits as usual
 
 
 def test_failures_are_classified_from_the_collectives_words() -> None:
@@ -104,3 +115,30 @@ def test_only_a_rank_of_a_living_launcher_that_is_its_parent_follows_it(
         other.wait()
     rank_watchdog.follow_launcher()  # that launcher is gone now: a rank it started must not go on alone
     assert left == [("?", f"the process that launched it (pid {other.pid}) has exited")]
+
+
+_EXIT_WITH_WATCHDOGS_RUNNING = """
+import time
+from datetime import timedelta
+import torch.distributed as dist
+from lightning_hpu.strategies.rank_watchdog import RankWatchdog
+master = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
+watchdogs = [
+    RankWatchdog("127.0.0.1", master.port, rank, 2, job="exit", timeout=timedelta(seconds=20), poll_seconds=0)
+    for rank in range(2)
+]
+time.sleep(0.3)
+print("done", flush=True)
+"""
+
+
+@pytest.mark.multiprocess
+def test_a_process_exits_cleanly_with_its_watchdogs_still_watching() -> None:
+    """Fabric has no teardown: its watchdog watches until the process exits. A watchdog thread still inside a store
+    request when the interpreter shuts down aborted the process ("terminate called without an active exception");
+    polling without pause keeps the threads inside requests, so that abort came every time."""
+    result = subprocess.run(
+        [sys.executable, "-c", _EXIT_WITH_WATCHDOGS_RUNNING], capture_output=True, text=True, timeout=120
+    )
+    assert (result.returncode, result.stdout) == (0, "done\n"), result.stderr[-2000:]
+    assert "terminate called" not in result.stderr

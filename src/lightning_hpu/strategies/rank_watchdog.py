@@ -23,6 +23,7 @@ Processes that Lightning's launcher starts are also tied to the process that sta
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import json
@@ -51,6 +52,10 @@ _T = TypeVar("_T")
 
 #: Exit status of a rank stopped because another rank of its job failed.
 ABORTED_EXIT_CODE = 1
+
+#: How long a rank whose collective timed out (or lost its peers) may take to exit after its error: its process group
+#: may still hold collectives that would each wait out the timeout again while the interpreter shuts down.
+BROKEN_JOB_EXIT_GRACE_S = 15
 
 #: Set by a process that starts ranks with Lightning's launcher: its pid, which those ranks follow.
 LAUNCHER_PID_ENV = "LIGHTNING_HPU_LAUNCHER_PID"
@@ -99,6 +104,17 @@ def _leave(reason: str, rank: int | str = "?") -> None:
         # The ranks this process started die with it: let a failing one finish printing its error first.
         _wait_for_children(seconds=5.0)
     os._exit(ABORTED_EXIT_CODE)
+
+
+def _exit_within(seconds: int) -> None:
+    """Have the kernel end this process (SIGALRM) if it is still alive ``seconds`` from now.
+
+    For a rank whose job broke (a collective timed out, peers gone): its error is reported and the job stops, but
+    the interpreter's shutdown may wait on the broken process group's remaining collectives, each up to the timeout.
+    An alarm works wherever the process is then, shutdown included, where no Python thread runs any more.
+    """
+    if hasattr(signal, "alarm") and threading.current_thread() is threading.main_thread():
+        signal.alarm(seconds)
 
 
 def _wait_for_children(seconds: float) -> None:
@@ -167,6 +183,8 @@ class RankWatchdog:
         self._lock = threading.Lock()  # one store request at a time from this process
         self._thread = threading.Thread(target=self._watch, name="lightning-hpu-rank-watchdog", daemon=True)
         self._thread.start()
+        # Stopped before the interpreter shuts down: a daemon thread inside a store request then aborts the process.
+        atexit.register(self.close, timeout=12.0)
 
     def note(self, activity: str) -> None:
         """Record what the main thread starts doing now (published by the watchdog thread)."""
@@ -192,12 +210,15 @@ class RankWatchdog:
             reason = json.loads(first)["reason"]
             self._acknowledge()
             self._wait_for_acknowledgements()
+        if is_collective_timeout(error) or is_lost_connection(error):
+            _exit_within(BROKEN_JOB_EXIT_GRACE_S)
         return reason
 
-    def close(self) -> None:
-        """Stop watching (at the end of a run): the job's store may go away from now on."""
+    def close(self, timeout: float | None = None) -> None:
+        """Stop watching (at the end of a run, and at exit): the job's store may go away from now on."""
         self._stop.set()
-        self._thread.join(timeout=5 * self.poll_seconds)
+        self._thread.join(timeout=5 * self.poll_seconds if timeout is None else timeout)
+        atexit.unregister(self.close)
 
     def _diagnosis(self, failure: str, timed_out: bool) -> str | None:
         """Name the ranks that did not report this failure: stalled ones (alive, but never joined the collective

@@ -23,14 +23,15 @@ os.environ.setdefault("LIGHTNING_HPU_BACKEND", "cpu")
 
 OLD, NEW = "lightning_habana", "lightning_hpu"
 
-#: lightning-habana's private names that its tests import, by module (renamed), and their values here.
-PRIVATE = {
+#: lightning-habana's private names that its tests import, by module (renamed), and their values here (targets as
+#: in :mod:`lightning_hpu.habana_paths`: ``"module:attribute"``, or a function computing the value).
+PRIVATE: dict[str, dict[str, Any]] = {
     "lightning_hpu.utils.imports": {
-        "_LIGHTNING_GREATER_EQUAL_2_0_0": True,  # pyproject.toml requires Lightning 2.6+
-        "_LIGHTNING_GREATER_EQUAL_2_3_0": True,
+        "_LIGHTNING_GREATER_EQUAL_2_0_0": lambda: True,  # pyproject.toml requires Lightning 2.6+
+        "_LIGHTNING_GREATER_EQUAL_2_3_0": lambda: True,
     },
     "lightning_hpu.pytorch.strategies.deepspeed": {
-        "_HPU_DEEPSPEED_AVAILABLE": importlib.util.find_spec("deepspeed") is not None,
+        "_HPU_DEEPSPEED_AVAILABLE": lambda: importlib.util.find_spec("deepspeed") is not None,
     },
     "lightning_hpu.pytorch.plugins.precision": {
         "_PRECISION_INPUT": "lightning_hpu.fabric.precision:HPUPrecisionInput",
@@ -40,13 +41,6 @@ PRIVATE = {
 
 def _renamed(fullname: str) -> str:
     return NEW + fullname[len(OLD) :]
-
-
-def _value(value: Any) -> Any:
-    if isinstance(value, str) and ":" in value:
-        module, _, attribute = value.partition(":")
-        return getattr(importlib.import_module(module), attribute)
-    return value
 
 
 class _RenamingFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -74,7 +68,9 @@ class _RenamingFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
         def lookup(attribute: str) -> Any:
             if attribute in private:
-                return _value(private[attribute])
+                from lightning_hpu.habana_paths import resolve
+
+                return resolve(private[attribute])
             if real is None:
                 raise AttributeError(f"module {module.__name__!r} has no attribute {attribute!r}")
             return getattr(real, attribute)

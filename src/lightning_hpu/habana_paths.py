@@ -19,7 +19,7 @@ import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from lightning_hpu.runtime import HCCL_REDUCE_OPS, get_backend
+from lightning_hpu.runtime import get_backend
 
 #: A name's target: ``"module:attribute"`` of lightning-hpu, or a function computing the value.
 Target = str | Callable[[], Any]
@@ -123,7 +123,7 @@ MODULES: dict[str, dict[str, Target]] = {
     "lightning_hpu.utils": {},
     "lightning_hpu.utils.resources": _RESOURCES,
     "lightning_hpu.utils.hpu_distributed": {
-        "supported_reduce_ops": lambda: {op.name.lower(): op for op in sorted(HCCL_REDUCE_OPS, key=int)},
+        "supported_reduce_ops": "lightning_hpu.strategies.collectives:HCCL_OPS_BY_NAME",
     },
 }
 

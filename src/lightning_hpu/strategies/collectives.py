@@ -36,14 +36,17 @@ T = TypeVar("T")
 #: Names (any case) of the reductions that HCCL runs as ``SUM`` then a division by the world size.
 MEAN_NAMES = frozenset({"mean", "avg"})
 
-_NAMED_OPS = {"sum": ReduceOp.SUM, "min": ReduceOp.MIN, "max": ReduceOp.MAX}
+#: The reductions HCCL runs, by their lower-case names, in ``ReduceOp`` order (lightning-habana's
+#: ``supported_reduce_ops``).
+HCCL_OPS_BY_NAME: dict[str, ReduceOp.RedOpType] = {op.name.lower(): op for op in sorted(HCCL_REDUCE_OPS, key=int)}
+
 
 class UnsupportedReduceOpError(ValueError, TypeError):
     """A ``reduce_op`` HCCL cannot run. A ``ValueError``, and a ``TypeError`` as lightning-habana raised it, so code
     written for either catches it; its first sentence is lightning-habana's."""
 
     def __init__(self, reduce_op: object, advice: str) -> None:
-        supported = ", ".join(op.name.lower() for op in sorted(HCCL_REDUCE_OPS, key=int))
+        supported = ", ".join(HCCL_OPS_BY_NAME)
         super().__init__(f"Unsupported ReduceOp {reduce_op}. Supported ops in HCCL are: {supported}. {advice}")
 
 
@@ -80,8 +83,8 @@ def hccl_reduce_op(reduce_op: ReduceOp | ReduceOp.RedOpType | str | None) -> tup
         name = reduce_op.lower()
         if name in MEAN_NAMES:
             return ReduceOp.SUM, True
-        if name in _NAMED_OPS:
-            return _NAMED_OPS[name], False
+        if name in HCCL_OPS_BY_NAME:
+            return HCCL_OPS_BY_NAME[name], False
         if name in ("product", "prod"):
             raise UnsupportedReduceOpError(reduce_op, f"reduce_op={reduce_op!r}: {_PRODUCT_REFUSAL}")
         raise UnsupportedReduceOpError(reduce_op, f"reduce_op={reduce_op!r}: use 'mean', 'sum', 'min' or 'max'.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -15,6 +16,7 @@ from lightning_hpu.runtime import (
     reset_backend,
     settings,
 )
+from tests.preloaded_python import PreloadedPython
 from tests.two_device_run import TwoDeviceRun, launch
 
 #: What Lightning and DeepSpeed write into the environment of a process that sets up distributed training in
@@ -150,10 +152,30 @@ def _fresh_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     reset_backend()
 
 
+#: ``0`` runs every subprocess of the suite in the real interpreter instead of the preloaded one (to compare).
+PRELOADED_PYTHON_ENV = "LIGHTNING_HPU_TEST_PRELOADED_PYTHON"
+#: What the preloaded server's environment leaves out: the stand-in's and the bridge's settings, launch variables.
+_NOT_PRELOADED = ("LIGHTNING_HPU_", "PT_HPU_", "HABANA_", "HLS_", "DS_ACCELERATOR", "PYTEST_", *_LAUNCH_VARIABLES)
+
+
 @pytest.fixture(scope="session")
-def two_device_run(tmp_path_factory: pytest.TempPathFactory) -> TwoDeviceRun:
+def python_executable(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The Python for subprocesses that run a script (``tests/preloaded_python.py``): a fork of an interpreter that
+    has torch and Lightning imported, which starts in under a second instead of 6-8 s. Tests about processes
+    themselves (start-up, signals, ranks that die) use ``sys.executable``."""
+    if os.environ.get(PRELOADED_PYTHON_ENV) == "0":
+        yield sys.executable
+        return
+    env = {key: value for key, value in os.environ.items() if not key.startswith(_NOT_PRELOADED)}
+    preloaded = PreloadedPython.start(tmp_path_factory.mktemp("preloaded_python"), env)
+    yield preloaded.executable
+    preloaded.stop()
+
+
+@pytest.fixture(scope="session")
+def two_device_run(tmp_path_factory: pytest.TempPathFactory, python_executable: str) -> TwoDeviceRun:
     """The two-rank scenarios of several test files, run in one launch for the session (``two_device_run.py``)."""
-    return launch(tmp_path_factory.mktemp("two_device_run"))
+    return launch(tmp_path_factory.mktemp("two_device_run"), python_executable)
 
 
 @pytest.fixture

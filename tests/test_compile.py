@@ -312,12 +312,14 @@ def test_startup_line_without_hpu(no_hpu: None, tmp_path: Any, hpu_lines: list[s
     assert hpu_lines == ["HPU available: False, using: 0 HPUs"]
 
 
-def test_compile_example_runs_on_the_standin() -> None:
+def test_compile_example_runs_on_the_standin(python_executable: str) -> None:
     example = Path(__file__).resolve().parents[1] / "examples" / "compile.py"
     args = ["--max-epochs", "1", "--samples", "70", "--depth", "2", "--precision", "32-true"]
     env = {**os.environ, "LIGHTNING_HPU_BACKEND": "cpu"}
     env.pop("PT_HPU_LAZY_MODE", None)
-    result = subprocess.run([sys.executable, str(example), *args], capture_output=True, text=True, env=env, timeout=300)
+    result = subprocess.run(
+        [python_executable, str(example), *args], capture_output=True, text=True, env=env, timeout=300
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "after_warmup=0" in result.stdout
     assert "HPU available: True (GAUDI2, eager, CPU stand-in), using: 1 HPUs" in result.stderr

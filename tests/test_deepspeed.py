@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -334,7 +333,9 @@ def test_inference_dtype_the_precision_cannot_feed_is_refused_when_the_trainer_i
 
 # --- two processes ---------------------------------------------------------------------------------
 @pytest.mark.multiprocess
-def test_two_process_zero2_seed_config_leaves_identical_replicated_weights(tmp_path: Path) -> None:
+def test_two_process_zero2_seed_config_leaves_identical_replicated_weights(
+    tmp_path: Path, python_executable: str
+) -> None:
     """The seed's JSON config (bf16, ZeRO-2, WarmupDecayLR, gradient accumulation 2) on two emulated HPUs."""
     env = {
         **os.environ,
@@ -342,7 +343,7 @@ def test_two_process_zero2_seed_config_leaves_identical_replicated_weights(tmp_p
         "LIGHTNING_HPU_CPU_DEVICES": "2",
         "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]),
     }
-    command = [sys.executable, str(EXAMPLE), "--config", str(SEED_CONFIG), "--devices", "2"]
+    command = [python_executable, str(EXAMPLE), "--config", str(SEED_CONFIG), "--devices", "2"]
     command += ["--accumulate-grad-batches", "2", "--max-steps", "4", "--out", str(tmp_path)]
     try:
         done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240)

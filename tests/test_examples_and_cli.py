@@ -43,9 +43,9 @@ def test_cli_config_fits_with_hpu_components_by_class_path(tmp_path: Path) -> No
     assert torch.isfinite(trainer.callback_metrics["val_loss"])
 
 
-def _run_example(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+def _run_example(python: str, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(EXAMPLES / "train_single_hpu.py"), *args],
+        [python, str(EXAMPLES / "train_single_hpu.py"), *args],
         capture_output=True,
         text=True,
         timeout=300,
@@ -53,9 +53,9 @@ def _run_example(env: dict[str, str], *args: str) -> subprocess.CompletedProcess
     )
 
 
-def test_example_trains_on_the_stand_in_and_refuses_without_it(tmp_path: Path) -> None:
+def test_example_trains_on_the_stand_in_and_refuses_without_it(tmp_path: Path, python_executable: str) -> None:
     env = {**os.environ, "LIGHTNING_HPU_BACKEND": "cpu"}
-    result = _run_example(env, "--max-epochs", "2", "--default-root-dir", str(tmp_path))
+    result = _run_example(python_executable, env, "--max-epochs", "2", "--default-root-dir", str(tmp_path))
     assert result.returncode == 0, result.stderr[-3000:]
     summary = result.stdout.strip().splitlines()[-1]
     fields = dict(field.split("=", 1) for field in summary.split())
@@ -67,9 +67,9 @@ def test_example_trains_on_the_stand_in_and_refuses_without_it(tmp_path: Path) -
 
 
 @pytest.mark.skipif(bridge_installed(), reason="this machine has the Gaudi bridge")
-def test_example_without_gaudi_says_how_to_use_the_stand_in(tmp_path: Path) -> None:
+def test_example_without_gaudi_says_how_to_use_the_stand_in(tmp_path: Path, python_executable: str) -> None:
     env = {key: value for key, value in os.environ.items() if key != "LIGHTNING_HPU_BACKEND"}
-    result = _run_example(env, "--max-epochs", "1", "--default-root-dir", str(tmp_path))
+    result = _run_example(python_executable, env, "--max-epochs", "1", "--default-root-dir", str(tmp_path))
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == (
         "error: HPU was requested but the Intel Gaudi bridge (habana_frameworks) is not installed; run on a Gaudi"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -48,13 +47,13 @@ def test_fabric_fast_ddp_and_deepspeed_on_two_devices(two_device_run: TwoDeviceR
 
 
 @pytest.mark.multiprocess
-def test_fabric_example_trains_with_a_deepspeed_name_on_two_devices() -> None:
+def test_fabric_example_trains_with_a_deepspeed_name_on_two_devices(python_executable: str) -> None:
     env = {key: value for key, value in os.environ.items() if key not in _LAUNCH_VARIABLES}
     env.update(LIGHTNING_HPU_BACKEND="cpu", LIGHTNING_HPU_CPU_DEVICES="2")
     example = SRC.parent / "examples" / "fabric_hpu.py"
     arguments = ["--devices", "2", "--steps", "8", "--strategy", "deepspeed_stage_2"]
     result = subprocess.run(
-        [sys.executable, str(example), *arguments], env=env, capture_output=True, text=True, timeout=400
+        [python_executable, str(example), *arguments], env=env, capture_output=True, text=True, timeout=400
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     line = [line for line in result.stdout.splitlines() if "HPUs: loss" in line][-1]

@@ -41,14 +41,18 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-def _run(args: list[str], env: dict[str, str], timeout: int = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, timeout=timeout)
+def _run(
+    args: list[str], env: dict[str, str], timeout: int = 300, python: str = sys.executable
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([python, *args], env=env, capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.mark.multiprocess
-def test_a_gaudi_script_with_the_seeds_hpu_graph_code_runs_unchanged_in_lazy_mode(tmp_path: Path) -> None:
+def test_a_gaudi_script_with_the_seeds_hpu_graph_code_runs_unchanged_in_lazy_mode(
+    tmp_path: Path, python_executable: str
+) -> None:
     out = tmp_path / "report.json"
-    result = _run([str(TESTS / "gaudi_script_lazy.py"), str(out)], _env(PT_HPU_LAZY_MODE="1"))
+    result = _run([str(TESTS / "gaudi_script_lazy.py"), str(out)], _env(PT_HPU_LAZY_MODE="1"), python=python_executable)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
     report: dict[str, Any] = json.loads(out.read_text())
     # The bridge's API, backed by the package's own stand-in backend (a step marker of htcore is counted there).
@@ -88,10 +92,10 @@ def test_a_gaudi_script_with_the_seeds_hpu_graph_code_runs_unchanged_in_lazy_mod
 
 @pytest.mark.multiprocess
 def test_a_gaudi_script_runs_unchanged_in_eager_mode_and_in_the_ddp_processes_lightning_starts(
-    tmp_path: Path,
+    tmp_path: Path, python_executable: str
 ) -> None:
     env = _env(LIGHTNING_HPU_CPU_DEVICES="2", TORCH_EXTENSIONS_DIR=str(TESTS.parent / "build" / "torch_extensions"))
-    result = _run([str(TESTS / "gaudi_script_ddp.py"), str(tmp_path)], env, timeout=500)
+    result = _run([str(TESTS / "gaudi_script_ddp.py"), str(tmp_path)], env, timeout=500, python=python_executable)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
     main = json.loads((tmp_path / "rank0.json").read_text())
     child = json.loads((tmp_path / "rank1.json").read_text())

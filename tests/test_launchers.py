@@ -128,23 +128,25 @@ def _scenario(mode: str, out: Path, nodes: int, *extra: object) -> list[str]:
     return [str(SCENARIOS), mode, str(out), str(DEVICES), str(nodes), *map(str, extra)]
 
 
-def _lightning_job(job: Job, mode: str, *extra: object, nodes: int = NODES) -> None:
+def _lightning_job(job: Job, mode: str, *extra: object, nodes: int = NODES, python: str = sys.executable) -> None:
     port = str(_free_port())
     for node in range(nodes):
         env = _env(MASTER_ADDR="127.0.0.1", MASTER_PORT=port, NODE_RANK=str(node))
-        job.start([sys.executable, *_scenario(mode, job.out, nodes, *extra)], env)
+        job.start([python, *_scenario(mode, job.out, nodes, *extra)], env)
 
 
-def _torchrun_job(job: Job, mode: str, *extra: object, nodes: int = NODES, restarts: int = 0) -> None:
+def _torchrun_job(
+    job: Job, mode: str, *extra: object, nodes: int = NODES, restarts: int = 0, python: str = sys.executable
+) -> None:
     port = str(_free_port())
     for node in range(nodes):
-        command = [sys.executable, "-m", "torch.distributed.run", f"--nnodes={nodes}", f"--nproc-per-node={DEVICES}"]
+        command = [python, "-m", "torch.distributed.run", f"--nnodes={nodes}", f"--nproc-per-node={DEVICES}"]
         command += [f"--node-rank={node}", "--master-addr=127.0.0.1", f"--master-port={port}"]
         command += [f"--max-restarts={restarts}", "--monitor-interval=0.5"]
         job.start([*command, *_scenario(mode, job.out, nodes, *extra)], _env())
 
 
-def _slurm_job(job: Job, mode: str) -> None:
+def _slurm_job(job: Job, mode: str, python: str = sys.executable) -> None:
     """The tasks of ``srun --nodes 2 --ntasks-per-node 2``, with the variables srun gives each task."""
     world = DEVICES * NODES
     shared = {
@@ -166,10 +168,10 @@ def _slurm_job(job: Job, mode: str) -> None:
             "SLURM_NODEID": str(rank // DEVICES),
             "SLURMD_NODENAME": f"gaudi-{1 + rank // DEVICES}",
         }
-        job.start([sys.executable, *_scenario(mode, job.out, NODES)], _env(**shared, **task))
+        job.start([python, *_scenario(mode, job.out, NODES)], _env(**shared, **task))
 
 
-def _mpirun_job(job: Job, mode: str, *extra: object, nodes: int = NODES) -> None:
+def _mpirun_job(job: Job, mode: str, *extra: object, nodes: int = NODES, python: str = sys.executable) -> None:
     mpi = _mpi()
     assert mpi is not None
     mpirun, mpi4py_path = mpi
@@ -177,7 +179,7 @@ def _mpirun_job(job: Job, mode: str, *extra: object, nodes: int = NODES) -> None
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [env["PYTHONPATH"], mpi4py_path]))
     env["PATH"] = os.pathsep.join([str(Path(mpirun).parent), env.get("PATH", "")])
     command = [mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(DEVICES * nodes)]
-    job.start([*command, sys.executable, str(TESTS / "as_mpi_node.py"), *_scenario(mode, job.out, nodes, *extra)], env)
+    job.start([*command, python, str(TESTS / "as_mpi_node.py"), *_scenario(mode, job.out, nodes, *extra)], env)
 
 
 _EXPECTED_ENVIRONMENT = {
@@ -189,13 +191,13 @@ _EXPECTED_ENVIRONMENT = {
 
 
 @pytest.mark.multiprocess
-def test_two_nodes_with_each_launcher_train_ddp_fsdp_and_fsdp2(tmp_path: Path) -> None:
+def test_two_nodes_with_each_launcher_train_ddp_fsdp_and_fsdp2(tmp_path: Path, python_executable: str) -> None:
     jobs = {name: Job(name, tmp_path / name) for name in _EXPECTED_ENVIRONMENT}
-    _lightning_job(jobs["lightning"], "train")
-    _torchrun_job(jobs["torchrun"], "train")
-    _slurm_job(jobs["slurm"], "train")
+    _lightning_job(jobs["lightning"], "train", python=python_executable)
+    _torchrun_job(jobs["torchrun"], "train", python=python_executable)
+    _slurm_job(jobs["slurm"], "train", python=python_executable)
     if _mpi() is not None:
-        _mpirun_job(jobs["mpirun"], "train")
+        _mpirun_job(jobs["mpirun"], "train", python=python_executable)
     else:
         del jobs["mpirun"]
     try:

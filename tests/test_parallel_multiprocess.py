@@ -13,7 +13,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -44,11 +43,13 @@ def _env(devices: int, **extra: str) -> dict[str, str]:
     return env
 
 
-def _launch(out: Path, devices: int | str, num_nodes: int, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+def _launch(
+    python: str, out: Path, devices: int | str, num_nodes: int, env: dict[str, str], log: Path
+) -> subprocess.Popen[bytes]:
     out.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as output:  # the child writes to its own copy of the file descriptor
         return subprocess.Popen(
-            [sys.executable, str(SCRIPT), str(out), str(devices), str(num_nodes)],
+            [python, str(SCRIPT), str(out), str(devices), str(num_nodes)],
             env=env,
             stdout=output,
             stderr=subprocess.STDOUT,
@@ -118,9 +119,18 @@ def _check_rank(report: dict[str, Any], module: int, lazy: bool) -> None:
 
 
 @pytest.mark.multiprocess
-def test_two_devices_and_two_nodes(tmp_path: Path) -> None:
+def test_two_devices_and_two_nodes(tmp_path: Path, python_executable: str) -> None:
     runs = {
-        "devices": [_launch(tmp_path / "devices", "2,3", 1, _env(4, PT_HPU_LAZY_MODE="0"), tmp_path / "devices.log")],
+        "devices": [
+            _launch(
+                python_executable,
+                tmp_path / "devices",
+                "2,3",
+                1,
+                _env(4, PT_HPU_LAZY_MODE="0"),
+                tmp_path / "devices.log",
+            )
+        ],
     }
     node_env = {
         "MASTER_ADDR": "127.0.0.1",
@@ -130,6 +140,7 @@ def test_two_devices_and_two_nodes(tmp_path: Path) -> None:
     }
     runs["nodes"] = [
         _launch(
+            python_executable,
             tmp_path / "nodes",
             1,
             2,
@@ -154,10 +165,10 @@ def test_two_devices_and_two_nodes(tmp_path: Path) -> None:
 
 
 @pytest.mark.multiprocess
-def test_multi_hpu_example_runs_on_two_standin_devices() -> None:
+def test_multi_hpu_example_runs_on_two_standin_devices(python_executable: str) -> None:
     arguments = ["--devices", "2", "--max-steps", "2", "--fast-ddp", "--bf16-wire", "--accumulate", "2"]
     result = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "multi_hpu.py"), *arguments],
+        [python_executable, str(ROOT / "examples" / "multi_hpu.py"), *arguments],
         env=_env(2),
         capture_output=True,
         text=True,
@@ -168,10 +179,10 @@ def test_multi_hpu_example_runs_on_two_standin_devices() -> None:
 
 
 @pytest.mark.multiprocess
-def test_spawn_start_method_trains_with_the_trainer_and_runs_fabric() -> None:
+def test_spawn_start_method_trains_with_the_trainer_and_runs_fabric(python_executable: str) -> None:
     script = Path(__file__).with_name("start_method_scenarios.py")
     result = subprocess.run(
-        [sys.executable, str(script)], env=_env(2), capture_output=True, text=True, timeout=540, cwd=ROOT
+        [python_executable, str(script)], env=_env(2), capture_output=True, text=True, timeout=540, cwd=ROOT
     )
     assert result.returncode == 0, result.stderr[-4000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])

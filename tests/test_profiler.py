@@ -9,7 +9,6 @@ import os
 import re
 import socket
 import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -334,10 +333,10 @@ def _free_port() -> int:
 
 
 @pytest.mark.multiprocess
-def test_two_processes_write_one_report_and_one_trace_per_global_rank(tmp_path: Path) -> None:
+def test_two_processes_write_one_report_and_one_trace_per_global_rank(tmp_path: Path, python_executable: str) -> None:
     """Two one-process nodes: both local ranks are 0, so only global-rank names keep the files apart."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port())}
-    command = [sys.executable, str(REPO / "examples" / "profiling.py"), "--dirpath", str(tmp_path)]
+    command = [python_executable, str(REPO / "examples" / "profiling.py"), "--dirpath", str(tmp_path)]
     command += ["--accelerator", "cpu", "--strategy", "ddp", "--devices", "1", "--num-nodes", "2", "--max-steps", "3"]
     nodes = [
         subprocess.Popen(command, env={**env, "NODE_RANK": str(rank)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

@@ -13,7 +13,6 @@ import importlib.util
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +82,7 @@ def _assert_weights(weights: dict[str, Any], reference: dict[str, list[float]]) 
 
 
 @pytest.fixture(scope="module")
-def ray_job(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def ray_job(tmp_path_factory: pytest.TempPathFactory, python_executable: str) -> Path:
     out = tmp_path_factory.mktemp("ray_train")
     env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_") and key not in _INHERITED}
     env.update(
@@ -94,7 +93,7 @@ def ray_job(tmp_path_factory: pytest.TempPathFactory) -> Path:
     log = out / "job.log"
     with log.open("wb") as output:
         status = subprocess.run(
-            [sys.executable, str(SCRIPT), str(out)], env=env, stdout=output, stderr=subprocess.STDOUT, timeout=400
+            [python_executable, str(SCRIPT), str(out)], env=env, stdout=output, stderr=subprocess.STDOUT, timeout=400
         ).returncode
     assert status == 0, log.read_text()[-6000:]
     return out

@@ -158,14 +158,32 @@ def _venv_under_test() -> Path:
     return ROOT / ".venv"
 
 
+def _venv_with_python(venv: Path, python: str, where: Path) -> Path:
+    """``venv`` (its entries linked) whose ``bin/python`` is ``python``: the preloaded interpreter of the tests."""
+    where.mkdir()
+    for entry in venv.iterdir():
+        if entry.name != "bin":
+            (where / entry.name).symlink_to(entry)
+    (where / "bin").mkdir()
+    for entry in (venv / "bin").iterdir():
+        preloaded = entry.name in {"python", "python3", f"python3.{sys.version_info.minor}"}
+        (where / "bin" / entry.name).symlink_to(python if preloaded else entry)
+    return where
+
+
 @pytest.fixture(scope="module")
-def fresh_clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A scratch directory that looks like the clone (its entries linked), for outputs to land in."""
+def fresh_clone(tmp_path_factory: pytest.TempPathFactory, python_executable: str) -> Path:
+    """A scratch directory that looks like the clone (its entries linked), for outputs to land in. Its
+    ``.venv/bin/python`` is the tests' preloaded interpreter when the environment under test is this one."""
     scratch = tmp_path_factory.mktemp("clone")
     for entry in ROOT.iterdir():
         if entry.name not in {".git", ".venv", "lightning_logs", "profiler_logs", "checkpoints"}:
             (scratch / entry.name).symlink_to(entry)
-    (scratch / ".venv").symlink_to(_venv_under_test())
+    venv = _venv_under_test()
+    if python_executable != sys.executable and venv == Path(sys.prefix).resolve():
+        _venv_with_python(venv, python_executable, scratch / ".venv")
+    else:
+        (scratch / ".venv").symlink_to(venv)
     return scratch
 
 

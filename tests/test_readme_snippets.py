@@ -16,7 +16,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,13 +86,13 @@ def test_every_block_is_a_program_with_its_environment_or_a_fragment(block: Bloc
     )
 
 
-def test_the_complete_blocks_run_on_the_stand_in(tmp_path: Path) -> None:
+def test_the_complete_blocks_run_on_the_stand_in(tmp_path: Path, python_executable: str) -> None:
     spec = [{"line": block.line, "env": block.environment, "code": block.code} for block in COMPLETE]
     blocks_file = tmp_path / "blocks.json"
     blocks_file.write_text(json.dumps(spec))
     env = {name: value for name, value in os.environ.items() if not name.startswith(("LIGHTNING_HPU_", "PT_HPU_"))}
     done = subprocess.run(
-        [sys.executable, str(RUNNER), str(blocks_file)],
+        [python_executable, str(RUNNER), str(blocks_file)],
         env=env,
         capture_output=True,
         text=True,

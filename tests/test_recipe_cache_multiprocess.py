@@ -10,7 +10,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 from tests.two_device_run import TwoDeviceRun
@@ -20,7 +19,7 @@ SCRIPT = Path(__file__).with_name("recipe_cache_scenario.py")
 _LAUNCH_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "WORLD_SIZE", "LOCAL_RANK", "RANK", "GROUP_RANK")
 
 
-def _run(out: Path, cache: Path) -> list[int]:
+def _run(python: str, out: Path, cache: Path) -> list[int]:
     """One 2-rank run; the recipes each rank compiled."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -38,15 +37,17 @@ def _run(out: Path, cache: Path) -> list[int]:
     )
     out.mkdir()
     result = subprocess.run(
-        [sys.executable, str(SCRIPT), str(out), str(cache)], env=env, capture_output=True, text=True, timeout=240
+        [python, str(SCRIPT), str(out), str(cache)], env=env, capture_output=True, text=True, timeout=240
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return [json.loads((out / f"rank{rank}.json").read_text())["recipes"] for rank in (0, 1)]
 
 
-def test_two_ranks_share_one_cache_across_two_runs(two_device_run: TwoDeviceRun, tmp_path: Path) -> None:
+def test_two_ranks_share_one_cache_across_two_runs(
+    two_device_run: TwoDeviceRun, tmp_path: Path, python_executable: str
+) -> None:
     cache = two_device_run.out / "recipe_cache" / "recipes"
     first = [report["recipes"] for report in two_device_run.reports("recipe_cache")]
     assert sum(first) > 0  # (a rank may load a recipe the other rank stored a moment before)
-    assert _run(tmp_path / "second", cache) == [0, 0]
+    assert _run(python_executable, tmp_path / "second", cache) == [0, 0]
     assert not list(cache.glob(".*.tmp"))  # every recipe was written whole, with both ranks writing

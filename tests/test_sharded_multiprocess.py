@@ -100,7 +100,7 @@ def _check_rank(report: dict[str, Any]) -> None:
 
 
 @pytest.mark.multiprocess
-def test_sharded_strategies_on_two_standin_devices(two_device_run: TwoDeviceRun) -> None:
+def test_sharded_strategies_on_two_standin_devices(two_device_run: TwoDeviceRun, python_executable: str) -> None:
     reports = two_device_run.reports("sharded")
     for report in reports:
         _check_rank(report)
@@ -109,7 +109,7 @@ def test_sharded_strategies_on_two_standin_devices(two_device_run: TwoDeviceRun)
     checkpoint = Path(reports[0]["fsdp"]["full_checkpoint"])
     plain_env = {key: value for key, value in _env().items() if not key.startswith("LIGHTNING_HPU")}
     read = subprocess.run(
-        [sys.executable, "-c", _READ_WITHOUT_HPU, str(checkpoint)], env=plain_env, capture_output=True, text=True
+        [python_executable, "-c", _READ_WITHOUT_HPU, str(checkpoint)], env=plain_env, capture_output=True, text=True
     )
     assert read.returncode == 0, read.stderr[-3000:]
     keys, values = read.stdout.strip().splitlines()
@@ -130,11 +130,11 @@ def test_sharded_strategies_on_two_standin_devices(two_device_run: TwoDeviceRun)
 
 
 @pytest.mark.multiprocess
-def test_fsdp_example_saves_a_sharded_checkpoint_on_two_standin_devices(tmp_path: Path) -> None:
+def test_fsdp_example_saves_a_sharded_checkpoint_on_two_standin_devices(tmp_path: Path, python_executable: str) -> None:
     """``examples/fsdp.py --checkpoint``; the README's commands run it and ``examples/model_parallel.py`` without."""
     command = [str(ROOT / "examples" / "fsdp.py"), "--checkpoint", str(tmp_path / "ckpt")]
     result = subprocess.run(
-        [sys.executable, *command, "--devices", "2", "--max-steps", "3"],
+        [python_executable, *command, "--devices", "2", "--max-steps", "3"],
         env=_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

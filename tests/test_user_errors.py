@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
-import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -53,10 +52,10 @@ def test_run_script_finds_a_user_error_that_lightningcli_wrapped(no_hpu: None) -
     assert issubclass(HPUNotAvailableError, RuntimeError)
 
 
-def test_every_example_says_no_hpu_and_too_few_devices_in_one_line() -> None:
+def test_every_example_says_no_hpu_and_too_few_devices_in_one_line(python_executable: str) -> None:
     env = {key: value for key, value in os.environ.items() if not key.startswith("LIGHTNING_HPU_")}
     done = subprocess.run(
-        [sys.executable, str(SCENARIO)], env=env, capture_output=True, text=True, timeout=300, check=False
+        [python_executable, str(SCENARIO)], env=env, capture_output=True, text=True, timeout=300, check=False
     )
     assert done.returncode == 0, done.stderr[-3000:]
     runs = [line.split("\t") for line in done.stdout.splitlines() if "\t" in line]

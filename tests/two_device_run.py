@@ -48,7 +48,7 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def launch(out: Path) -> TwoDeviceRun:
+def launch(out: Path, python: str = sys.executable) -> TwoDeviceRun:
     """Runs every scenario on 2 stand-in HPUs (eager mode, no launcher variables inherited, a port of its own)."""
     env = {key: value for key, value in os.environ.items() if key not in _LAUNCH_VARIABLES}
     for name in ("PT_HPU_LAZY_MODE", "DS_ACCELERATOR"):
@@ -60,7 +60,7 @@ def launch(out: Path) -> TwoDeviceRun:
         MASTER_PORT=str(_free_port()),
     )
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), str(out), *SCENARIOS],
+        [python, str(SCRIPT), str(out), *SCENARIOS],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

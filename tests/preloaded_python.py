@@ -345,6 +345,7 @@ def _become(connection: socket.socket, request: _Request) -> Any:
     sys.argv = argv
     sys.path[:] = [os.path.dirname(os.path.realpath(script)), *pythonpath, *base_path]
     start_up_hook()
+    script = os.path.abspath(script)  # as Python 3.9+ has it in __main__.__file__ and in tracebacks
     with open(script, "rb") as source:
         code = compile(source.read(), script, "exec")
     main.__dict__.update(__file__=script, __cached__=None, __spec__=None, __loader__=None, __package__=None)

@@ -234,11 +234,13 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.multiprocess
-def test_a_stalled_or_killed_rank_leaves_no_process_behind(tmp_path: Path) -> None:
+def test_a_stalled_or_killed_rank_leaves_no_process_behind(tmp_path: Path, python_executable: str) -> None:
     """Stalls under Lightning's launcher (rank 1, a child of rank 0), torchrun (rank 0) and mpirun (rank 1); a
-    Fabric rank that raises while rank 0 sleeps.
+    Fabric rank that raises while rank 0 sleeps. These jobs run in the real interpreter: how processes end is the
+    point.
 
-    The same run also restarts torchrun jobs (DDP, DeepSpeed) whose rank 1 was killed, from their last checkpoint.
+    The same run also restarts torchrun jobs (DDP, DeepSpeed) whose rank 1 was killed, from their last checkpoint
+    (in the preloaded one: what is checked there is the resumed training).
     """
     stalls = {"lightning": 1, "torchrun": 0, "mpirun": 1, "fabric": 0}
     if _mpi() is None:
@@ -281,7 +283,7 @@ def test_a_stalled_or_killed_rank_leaves_no_process_behind(tmp_path: Path) -> No
             if not restarts["ddp"].processes and len(stalled_at) == len(stalls):
                 # The restart jobs do their work while the stalled jobs wait out their timeout.
                 for strategy, job in restarts.items():
-                    _torchrun_job(job, "elastic", strategy, nodes=1, restarts=1)
+                    _torchrun_job(job, "elastic", strategy, nodes=1, restarts=1, python=python_executable)
             all_gone = all(len(gone) == 2 for gone in ([k for k in gone_at if k[0] == n] for n in stalls))
             if all_gone and all(job.processes[0].poll() is not None for job in jobs.values()):
                 break

@@ -10,8 +10,9 @@ descriptors (so output goes where the caller sent it), the environment and the d
 fresh interpreter would, runs the start-up hook the package's ``.pth`` file runs, and runs the script as
 ``__main__``. It exits through the interpreter's normal exit (atexit handlers, non-daemon threads), and the shim
 exits with its status, or dies of the signal that ended it. Signals sent to the shim are passed on; a shim that is
-killed takes its process with it. ``sys.executable`` is the shim, so the ranks a launcher starts from the process are
-preloaded too; a rank's shim dies with its launcher, as a rank does (``rank_watchdog.follow_launcher``).
+killed takes its process with it. ``sys.executable`` (and multiprocessing's executable) is the shim, so the ranks a
+launcher or ``spawn`` starts from the process are preloaded too (the descriptors they are given are passed on); a
+rank's shim dies with its launcher, as a rank does (``rank_watchdog.follow_launcher``).
 
 What cannot be the same is sent to the real interpreter instead (the shim ``exec``s it): options other than ``-m``,
 ``-c``, ``-u`` and ``-B``, and variables that torch or Python read while they start (``TORCH_LOGS``,
@@ -291,6 +292,9 @@ def _become(connection: socket.socket, request: _Request) -> Any:
     os.environ.update({**added_by_imports, **request.env})
     signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.executable = request.executable
+    import multiprocessing
+
+    multiprocessing.set_executable(request.executable)  # what its import would have read from sys.executable
 
     argv = list(request.argv)
     while argv[0] in _OPTIONS:

@@ -203,7 +203,7 @@ def test_a_process_exits_cleanly_after_backward_on_hpu(tmp_path: Path) -> None:
         assert run.returncode == 0 and "terminate" not in stderr and "Warning" not in stderr, stderr
 
 
-def test_a_cpu_backward_before_any_hpu_work_leaves_hpu_autograd_working() -> None:
+def test_a_cpu_backward_before_any_hpu_work_leaves_hpu_autograd_working(python_executable: str) -> None:
     """torch fixes its accelerator at the first backward pass; the device loads with torch, so hpu is it."""
     script = textwrap.dedent(
         """
@@ -217,7 +217,7 @@ def test_a_cpu_backward_before_any_hpu_work_leaves_hpu_autograd_working() -> Non
         """
     )
     env = {**os.environ, "LIGHTNING_HPU_BACKEND": "cpu"}
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([python_executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split() == ["hpu:0", "hpu", "lightning_hpu.runtime.standin.emulation.hpu"], done.stdout
     # Without the start-up loading, the same script is refused in one sentence saying what to do.

@@ -89,6 +89,7 @@ def _is_slow(item: pytest.Item) -> bool:
         or name in _SLOW_TESTS
         or "multiprocess" in item.keywords
         or "two_device_run" in getattr(item, "fixturenames", ())
+        or "python_executable" in getattr(item, "fixturenames", ())
     )
 
 

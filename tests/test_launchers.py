@@ -254,11 +254,10 @@ def test_a_stalled_or_killed_rank_leaves_no_process_behind(tmp_path: Path, pytho
         else:
             launch[name](jobs[name], "stall", stalls[name], STALL_TIMEOUT_S, nodes=1)
 
-    # One job at a time through start-up: ranks that import Lightning side by side on 2 cores could miss their
-    # rendezvous, which waits the strategy's timeout too. The next job starts once both ranks of the last one train.
+    # At most two jobs at a time through start-up: ranks that import Lightning side by side on 2 cores could miss
+    # their rendezvous, which waits the strategy's timeout too. A job is through once both its ranks train.
     waiting = list(stalls)
-    start(waiting.pop(0))
-    last_started = next(iter(stalls))
+    starting: list[str] = []
     restarts = {
         strategy: Job(f"elastic-{strategy}", tmp_path / f"elastic-{strategy}") for strategy in ("ddp", "deepspeed")
     }
@@ -269,10 +268,12 @@ def test_a_stalled_or_killed_rank_leaves_no_process_behind(tmp_path: Path, pytho
     deadline = time.monotonic() + 300
     try:
         while time.monotonic() < deadline:
-            previous = jobs[last_started]
-            if waiting and (len(_pids(previous.out)) == 2 or previous.processes[0].poll() is not None):
-                last_started = waiting.pop(0)
-                start(last_started)
+            starting = [
+                name for name in starting if len(_pids(jobs[name].out)) < 2 and jobs[name].processes[0].poll() is None
+            ]
+            while waiting and len(starting) < 2:
+                starting.append(waiting.pop(0))
+                start(starting[-1])
             for name, job in jobs.items():
                 pids[name].update(_pids(job.out))
                 if name not in stalled_at and (job.out / "stalled").exists():

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
+import multiprocessing.spawn
 import os
 import socket
 import traceback
@@ -452,12 +454,19 @@ def _worker(rank: int, world_size: int, port: int, out_dir: str) -> None:
 
 
 @pytest.mark.multiprocess
-def test_two_processes_over_hccl_standin(tmp_path: Path) -> None:
+def test_two_processes_over_hccl_standin(tmp_path: Path, python_executable: str) -> None:
     world_size = 2
-    # Spawned, not forked: forking a process whose torch threads hold locks can deadlock the child.
-    mp.start_processes(
-        _worker, args=(world_size, _free_port(), str(tmp_path)), nprocs=world_size, join=True, start_method="spawn"
-    )
+    # Spawned, not forked: forking a process whose torch threads hold locks can deadlock the child. The spawned
+    # processes start in the tests' preloaded interpreter.
+    spawn = multiprocessing.get_context("spawn")
+    real_executable = multiprocessing.spawn.get_executable()
+    spawn.set_executable(python_executable)
+    try:
+        mp.start_processes(
+            _worker, args=(world_size, _free_port(), str(tmp_path)), nprocs=world_size, join=True, start_method="spawn"
+        )
+    finally:
+        spawn.set_executable(real_executable)
     results = [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in range(world_size)]
     for rank, res in enumerate(results):
         assert "error" not in res, f"rank {rank} failed:\n{res['error']}"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from datetime import timedelta
 from pathlib import Path
 from types import SimpleNamespace
@@ -74,10 +73,10 @@ def _trainer(strategy: Any) -> Trainer:
     )
 
 
-def test_importing_the_package_does_not_import_ray() -> None:
+def test_importing_the_package_does_not_import_ray(python_executable: str) -> None:
     code = "import sys, lightning_hpu; assert 'ray' not in sys.modules, 'ray was imported'"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))}
-    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    result = subprocess.run([python_executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
 
 

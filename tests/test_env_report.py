@@ -135,3 +135,16 @@ def test_misspelt_or_idle_lightning_hpu_variables_are_warnings(standin: Any, mon
     monkeypatch.setenv("LIGHTNING_HPU_BACKEND", "hpu")
     idle = _report(monkeypatch, LIGHTNING_HPU_CPU_DEVICES="4").warnings
     assert any(warning.startswith("LIGHTNING_HPU_CPU_DEVICES shape(s) the CPU stand-in") for warning in idle), idle
+
+
+def test_the_packages_other_variables_and_the_test_suites_are_not_taken_for_misspellings(
+    standin: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    report = _report(
+        monkeypatch,
+        LIGHTNING_HPU_EXTENSIONS_DIR="/tmp/hpu-build",
+        LIGHTNING_HPU_LAUNCHER_PID="4242",
+        LIGHTNING_HPU_TEST_WORKERS="3",
+        LIGHTNING_HPU_TEST_PRELOADED_PYTHON="0",
+    )
+    assert report.warnings == [] and report.errors == []

@@ -20,7 +20,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import _lightning_hpu_device
 from lightning_hpu.runtime import HPUConfigurationError, HPUFeatureUnavailableError, bridge_installed, settings
+from lightning_hpu.strategies import rank_watchdog
 from lightning_hpu.suggestions import closest_name
 
 #: The (major, minor) ranges lightning-hpu supports, inclusive: a version outside gets a warning.
@@ -185,12 +187,16 @@ def _set_variables(environ: dict[str, str], prefixes: Iterable[str]) -> list[tup
 
 #: The variables lightning-hpu reads; the last two only on the stand-in.
 OWN_VARIABLES = (settings.BACKEND_ENV, settings.CPU_DEVICES_ENV, settings.CPU_DEVICE_NAME_ENV)
+#: Other ``LIGHTNING_HPU_*`` names that are not mistakes: where the stand-in's device library is built, the launcher
+#: pid the package gives the ranks it starts, and the test suite's settings (README "Development").
+OTHER_KNOWN_VARIABLES = (_lightning_hpu_device.EXTENSIONS_DIR_ENV, rank_watchdog.LAUNCHER_PID_ENV)
+TEST_SUITE_PREFIX = "LIGHTNING_HPU_TEST_"
 
 
 def _check_own_variables(report: Report, environ: dict[str, str]) -> None:
     """Misspelt ``LIGHTNING_HPU_*`` names, and stand-in settings without the stand-in, do nothing: say so."""
     for name, _ in _set_variables(environ, ("LIGHTNING_HPU_",)):
-        if name not in OWN_VARIABLES:
+        if name not in OWN_VARIABLES + OTHER_KNOWN_VARIABLES and not name.startswith(TEST_SUITE_PREFIX):
             guess = closest_name(name, OWN_VARIABLES)
             hint = f"did you mean {guess}?" if guess else f"lightning-hpu reads {', '.join(OWN_VARIABLES)}."
             report.warnings.append(f"{name} is not a lightning-hpu variable and has no effect; {hint}")

@@ -236,28 +236,38 @@ def _alive(pid: int) -> bool:
 @pytest.mark.multiprocess
 def test_a_stalled_or_killed_rank_leaves_no_process_behind(tmp_path: Path, python_executable: str) -> None:
     """Stalls under Lightning's launcher (rank 1, a child of rank 0), torchrun (rank 0) and mpirun (rank 1); a
-    Fabric rank that raises while rank 0 sleeps. These jobs run in the real interpreter: how processes end is the
-    point.
+    Fabric rank that raises while rank 0 sleeps.
 
-    The same run also restarts torchrun jobs (DDP, DeepSpeed) whose rank 1 was killed, from their last checkpoint
-    (in the preloaded one: what is checked there is the resumed training).
+    The Lightning-launcher and mpirun jobs run in the real interpreter: a rank that dies with the process that
+    launched it (``rank_watchdog.follow_launcher``) is the point there. The torchrun and Fabric jobs, whose ranks
+    end by the watchdog's decisions and torchrun's teardown, run in the preloaded one (``preloaded_python.py``),
+    and so do the torchrun jobs (DDP, DeepSpeed) that this run restarts from their last checkpoint after their
+    rank 1 was killed.
     """
-    stalls = {"lightning": 1, "torchrun": 0, "mpirun": 1, "fabric": 0}
+    stalls = {"lightning": 1, "mpirun": 1, "torchrun": 0, "fabric": 0}
     if _mpi() is None:
         del stalls["mpirun"]
     jobs = {name: Job(name, tmp_path / name) for name in stalls}
-    launch = {"lightning": _lightning_job, "torchrun": _torchrun_job, "mpirun": _mpirun_job}
+    real = {"lightning", "mpirun"}
 
     def start(name: str) -> None:
-        if name == "fabric":
-            _lightning_job(jobs[name], "fabric_fail", nodes=1)
+        if name == "lightning":
+            _lightning_job(jobs[name], "stall", stalls[name], STALL_TIMEOUT_S, nodes=1)
+        elif name == "mpirun":
+            _mpirun_job(jobs[name], "stall", stalls[name], STALL_TIMEOUT_S, nodes=1)
+        elif name == "torchrun":
+            _torchrun_job(jobs[name], "stall", stalls[name], STALL_TIMEOUT_S, nodes=1, python=python_executable)
         else:
-            launch[name](jobs[name], "stall", stalls[name], STALL_TIMEOUT_S, nodes=1)
+            _lightning_job(jobs[name], "fabric_fail", nodes=1, python=python_executable)
 
-    # At most two jobs at a time through start-up: ranks that import Lightning side by side on 2 cores could miss
-    # their rendezvous, which waits the strategy's timeout too. A job is through once both its ranks train.
-    waiting = list(stalls)
+    # At most two jobs in the real interpreter at a time through start-up: ranks that import Lightning side by side
+    # on 2 cores could miss their rendezvous, which waits the strategy's timeout too. A job is through once both its
+    # ranks train. The preloaded jobs start at once.
+    waiting = [name for name in stalls if name in real]
     starting: list[str] = []
+    for name in stalls:
+        if name not in real:
+            start(name)
     restarts = {
         strategy: Job(f"elastic-{strategy}", tmp_path / f"elastic-{strategy}") for strategy in ("ddp", "deepspeed")
     }

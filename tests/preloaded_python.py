@@ -222,7 +222,7 @@ def _serve(socket_path: str) -> tuple[socket.socket, _Request]:
 
 
 _PRELOAD_WARNINGS: list[tuple[Any, ...]] = []
-#: The server's environment before its imports, and what the imports added to it (torch sets a few variables).
+#: The server's environment before its imports (they add a few variables, which each process keeps).
 _START_ENV: dict[str, str] = {}
 
 
@@ -286,7 +286,7 @@ def _become(connection: socket.socket, request: _Request) -> Any:
     connection.close()
     _take_descriptors(request.fds)
     os.chdir(request.cwd)
-    server_pythonpath = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    server_pythonpath = _pythonpath()
     added_by_imports = {name: value for name, value in os.environ.items() if name not in _START_ENV}
     os.environ.clear()
     os.environ.update({**added_by_imports, **request.env})
@@ -311,7 +311,6 @@ def _become(connection: socket.socket, request: _Request) -> Any:
         torch.set_num_threads(int(threads))
 
     base_path = [entry for entry in sys.path[1:] if entry not in server_pythonpath]
-    pythonpath = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
     main = types.ModuleType("__main__")
     main.__dict__["__builtins__"] = __builtins__
     sys.modules["__main__"] = main
@@ -333,28 +332,31 @@ def _become(connection: socket.socket, request: _Request) -> Any:
     for args, kwargs in _PRELOAD_WARNINGS:  # what the imports printed, now to this process's stderr
         warnings.showwarning(*args, **kwargs)
 
+    # sys.argv and the first entry of sys.path, as the interpreter sets them for -c, -m and a script
     if argv[0] == "-c":
-        sys.argv = ["-c", *argv[2:]]
-        sys.path[:] = ["", *pythonpath, *base_path]
-        start_up_hook()
-        exec(compile(argv[1], "<string>", "exec"), main.__dict__)
-        return 0
-    if argv[0] == "-m":
-        sys.argv = [argv[1], *argv[2:]]
-        sys.path[:] = [os.getcwd(), *pythonpath, *base_path]
-        start_up_hook()
-        runpy._run_module_as_main(argv[1], alter_argv=True)  # type: ignore[attr-defined]
-        return 0
-    script = argv[0]
-    sys.argv = argv
-    sys.path[:] = [os.path.dirname(os.path.realpath(script)), *pythonpath, *base_path]
+        sys.argv, first = ["-c", *argv[2:]], ""
+    elif argv[0] == "-m":
+        sys.argv, first = [argv[1], *argv[2:]], os.getcwd()
+    else:
+        sys.argv, first = argv, os.path.dirname(os.path.realpath(argv[0]))
+    sys.path[:] = [first, *_pythonpath(), *base_path]
     start_up_hook()
-    script = os.path.abspath(script)  # as Python 3.9+ has it in __main__.__file__ and in tracebacks
-    with open(script, "rb") as source:
-        code = compile(source.read(), script, "exec")
-    main.__dict__.update(__file__=script, __cached__=None, __spec__=None, __loader__=None, __package__=None)
-    exec(code, main.__dict__)
+    if argv[0] == "-c":
+        exec(compile(argv[1], "<string>", "exec"), main.__dict__)
+    elif argv[0] == "-m":
+        runpy._run_module_as_main(argv[1], alter_argv=True)  # type: ignore[attr-defined]
+    else:
+        script = os.path.abspath(argv[0])  # as Python 3.9+ has it in __main__.__file__ and in tracebacks
+        with open(script, "rb") as source:
+            code = compile(source.read(), script, "exec")
+        main.__dict__.update(__file__=script, __cached__=None, __spec__=None, __loader__=None, __package__=None)
+        exec(code, main.__dict__)
     return 0
+
+
+def _pythonpath() -> list[str]:
+    """The entries of this process's ``PYTHONPATH``."""
+    return [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
 
 
 def _run(connection: socket.socket, request: _Request) -> Any:

@@ -14,11 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_sigterm import _alive
+
 PROBE = """
 import json, os, sys, warnings
 import torch
+reference = torch.ones(2, requires_grad=True)
+(reference * 2).sum().backward()  # torch settles its accelerator here: the device must have loaded with torch
 x = torch.ones(2, device="hpu", requires_grad=True)
-(x * 2).sum().backward()  # the stand-in's device was loaded while torch started, as in a fresh process
+(x * 2).sum().backward()
 import habana_frameworks.torch.core as htcore
 facts = {
     "argv": sys.argv,
@@ -129,13 +133,6 @@ def test_a_killed_shim_takes_its_process_with_it(python_executable: str, tmp_pat
     shim.kill()
     shim.wait()
     deadline = time.monotonic() + 10
-    while Path(f"/proc/{pid}").exists() and _state(pid) != "Z":
+    while _alive(pid):
         assert time.monotonic() < deadline, "the process outlived its shim"
         time.sleep(0.05)
-
-
-def _state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return "gone"

@@ -5,17 +5,15 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 # Set before anything imports the package, and inherited by every process a test starts.
 os.environ.setdefault("LIGHTNING_HPU_BACKEND", "cpu")
 
-from lightning_hpu.runtime import (
-    get_backend,
-    reset_backend,
-    settings,
-)
+# lightning_hpu (and with it torch and Lightning, ~7 s) is imported where a fixture or hook first needs it: in the
+# workers of `pytest -n`, not in the controller, which starts them only once this file is loaded.
 from tests.preloaded_python import PreloadedPython
 from tests.two_device_run import TwoDeviceRun, launch
 
@@ -36,16 +34,9 @@ _LAUNCH_VARIABLES = (
     "LIGHTNING_HPU_LAUNCHER_PID",
 )
 
-_BACKEND_VARIABLES = (
-    settings.BACKEND_ENV,
-    settings.CPU_DEVICES_ENV,
-    settings.CPU_DEVICE_NAME_ENV,
-    settings.LAZY_MODE_ENV,
-)
-
 
 def _bridge_present() -> bool:
-    from lightning_hpu.runtime import bridge_installed
+    from lightning_hpu.runtime import bridge_installed, settings
 
     return bridge_installed() and os.environ.get(settings.BACKEND_ENV) == "hpu"
 
@@ -133,7 +124,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(autouse=True)
 def _fresh_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Each test starts from the session's environment and a backend created anew from it."""
-    for name in _BACKEND_VARIABLES:
+    from lightning_hpu.runtime import reset_backend, settings
+
+    backend_variables = (
+        settings.BACKEND_ENV,
+        settings.CPU_DEVICES_ENV,
+        settings.CPU_DEVICE_NAME_ENV,
+        settings.LAZY_MODE_ENV,
+    )
+    for name in backend_variables:
         if name in os.environ:
             monkeypatch.setenv(name, os.environ[name])
     for name in _LAUNCH_VARIABLES:
@@ -155,6 +154,9 @@ def _fresh_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 #: ``0`` runs every subprocess of the suite in the real interpreter instead of the preloaded one (to compare).
 PRELOADED_PYTHON_ENV = "LIGHTNING_HPU_TEST_PRELOADED_PYTHON"
+#: Where scripts/setup.sh installs Open MPI (and mpi4py) for the mpirun tests.
+MPI_PREFIX = Path(__file__).resolve().parents[1] / "build" / "mpi"
+MPI_LIBRARIES = MPI_PREFIX / "lib"
 #: What the preloaded server's environment leaves out: the stand-in's and the bridge's settings, launch variables.
 _NOT_PRELOADED = ("LIGHTNING_HPU_", "PT_HPU_", "HABANA_", "HLS_", "DS_ACCELERATOR", "PYTEST_", *_LAUNCH_VARIABLES)
 
@@ -168,6 +170,8 @@ def python_executable(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
         yield sys.executable
         return
     env = {key: value for key, value in os.environ.items() if not key.startswith(_NOT_PRELOADED)}
+    if MPI_LIBRARIES.is_dir():  # mpirun's ranks (test_launchers.py) load Open MPI's libraries from there
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(MPI_LIBRARIES), env.get("LD_LIBRARY_PATH")]))
     preloaded = PreloadedPython.start(tmp_path_factory.mktemp("preloaded_python"), env)
     yield preloaded.executable
     preloaded.stop()
@@ -182,6 +186,8 @@ def two_device_run(tmp_path_factory: pytest.TempPathFactory, python_executable: 
 @pytest.fixture
 def standin(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
     """The CPU stand-in backend, freshly created (eager mode, the default of current Gaudi software; one GAUDI2)."""
+    from lightning_hpu.runtime import get_backend, reset_backend, settings
+
     monkeypatch.setenv(settings.BACKEND_ENV, "cpu")
     monkeypatch.delenv(settings.CPU_DEVICES_ENV, raising=False)
     monkeypatch.delenv(settings.CPU_DEVICE_NAME_ENV, raising=False)
@@ -193,6 +199,8 @@ def standin(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
 @pytest.fixture
 def no_hpu(monkeypatch: pytest.MonkeyPatch) -> None:
     """A machine without Gaudi and without the stand-in variable."""
+    from lightning_hpu.runtime import reset_backend, settings
+
     monkeypatch.delenv(settings.BACKEND_ENV, raising=False)
     monkeypatch.setattr("lightning_hpu.runtime.bridge_installed", lambda: False)
     reset_backend()
@@ -201,6 +209,8 @@ def no_hpu(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def lazy_mode(monkeypatch: pytest.MonkeyPatch) -> None:
     """The legacy lazy mode (``PT_HPU_LAZY_MODE=1``), for this test and the processes it starts."""
+    from lightning_hpu.runtime import reset_backend, settings
+
     monkeypatch.setenv(settings.LAZY_MODE_ENV, "1")
     reset_backend()
 
@@ -208,4 +218,6 @@ def lazy_mode(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def lazy_standin(standin: object, lazy_mode: None):  # type: ignore[no-untyped-def]
     """The CPU stand-in backend in the legacy lazy mode (``PT_HPU_LAZY_MODE=1``)."""
+    from lightning_hpu.runtime import get_backend
+
     return get_backend()

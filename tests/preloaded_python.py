@@ -16,7 +16,10 @@ rank's shim dies with its launcher, as a rank does (``rank_watchdog.follow_launc
 
 What cannot be the same is sent to the real interpreter instead (the shim ``exec``s it): options other than ``-m``,
 ``-c``, ``-u`` and ``-B``, and variables that torch or Python read while they start (``TORCH_LOGS``,
-``PYTHONWARNINGS``, ``LD_PRELOAD``, ...) when they differ from the server's. ``OMP_NUM_THREADS``, which torch's
+``PYTHONWARNINGS``, ``LD_PRELOAD``, ...) when they differ from the server's. ``LD_LIBRARY_PATH`` may name fewer
+directories than the server's, in any order and repeated (mpirun gives its ranks its own library directory three
+times): the server is started with the directories of the libraries its processes may load later (Open MPI's, for
+mpi4py), which a process without them would not find. ``OMP_NUM_THREADS``, which torch's
 OpenMP reads when it loads, is applied with ``torch.set_num_threads``; and torch's loading of device backends
 (``torch.backends`` entry points, which load the stand-in's ``hpu`` device) runs again in each process. Nothing
 of lightning_hpu is imported by the server (its environment has none of the package's variables), so every process
@@ -183,9 +186,17 @@ def _why_not_forked(request: _Request) -> str | None:
         return "not a script file"
     for name in set(request.env) | set(_START_ENV):
         reads = name.startswith(_READ_AT_START) or (name.startswith("PYTHON") and name not in _PYTHON_SAFE)
-        if reads and not name.startswith(_SAFE_AT_START) and request.env.get(name) != _START_ENV.get(name):
+        if name == "LD_LIBRARY_PATH":
+            if not set(_directories(request.env.get(name))) <= set(_directories(_START_ENV.get(name))):
+                return f"{name} names directories the server's does not"
+        elif reads and not name.startswith(_SAFE_AT_START) and request.env.get(name) != _START_ENV.get(name):
             return f"{name} is read while Python and torch start"
     return None
+
+
+def _directories(search_path: str | None) -> list[str]:
+    """The directories of a search path such as ``LD_LIBRARY_PATH`` (empty entries left out)."""
+    return [entry for entry in (search_path or "").split(os.pathsep) if entry]
 
 
 def _serve(socket_path: str) -> tuple[socket.socket, _Request]:
@@ -356,7 +367,7 @@ def _become(connection: socket.socket, request: _Request) -> Any:
 
 def _pythonpath() -> list[str]:
     """The entries of this process's ``PYTHONPATH``."""
-    return [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    return _directories(os.environ.get("PYTHONPATH"))
 
 
 def _run(connection: socket.socket, request: _Request) -> Any:

@@ -26,10 +26,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import MPI_PREFIX
+
 TESTS = Path(__file__).parent
 SCENARIOS = TESTS / "launcher_scenarios.py"
 ROOT = TESTS.parent
-MPI_PREFIX = ROOT / "build" / "mpi"  # where scripts/setup.sh installs Open MPI and mpi4py
 _LAUNCH_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "WORLD_SIZE", "LOCAL_RANK", "RANK", "GROUP_RANK")
 STALL_TIMEOUT_S = 45  # also bounds the process group's start: a rank importing on a busy machine must make it
 DEVICES, NODES = 2, 2
@@ -238,9 +239,9 @@ def test_a_stalled_or_killed_rank_leaves_no_process_behind(tmp_path: Path, pytho
     """Stalls under Lightning's launcher (rank 1, a child of rank 0), torchrun (rank 0) and mpirun (rank 1); a
     Fabric rank that raises while rank 0 sleeps.
 
-    The Lightning-launcher and mpirun jobs run in the real interpreter: a rank that dies with the process that
-    launched it (``rank_watchdog.follow_launcher``) is the point there. The torchrun and Fabric jobs, whose ranks
-    end by the watchdog's decisions and torchrun's teardown, run in the preloaded one (``preloaded_python.py``),
+    The Lightning-launcher job runs in the real interpreter: a rank that dies with the process that launched it
+    (``rank_watchdog.follow_launcher``) is the point there. The mpirun, torchrun and Fabric jobs, whose ranks end
+    by the watchdog's decisions and their launcher's teardown, run in the preloaded one (``preloaded_python.py``),
     and so do the torchrun jobs (DDP, DeepSpeed) that this run restarts from their last checkpoint after their
     rank 1 was killed.
     """
@@ -248,26 +249,11 @@ def test_a_stalled_or_killed_rank_leaves_no_process_behind(tmp_path: Path, pytho
     if _mpi() is None:
         del stalls["mpirun"]
     jobs = {name: Job(name, tmp_path / name) for name in stalls}
-    real = {"lightning", "mpirun"}
-
-    def start(name: str) -> None:
-        if name == "lightning":
-            _lightning_job(jobs[name], "stall", stalls[name], STALL_TIMEOUT_S, nodes=1)
-        elif name == "mpirun":
-            _mpirun_job(jobs[name], "stall", stalls[name], STALL_TIMEOUT_S, nodes=1)
-        elif name == "torchrun":
-            _torchrun_job(jobs[name], "stall", stalls[name], STALL_TIMEOUT_S, nodes=1, python=python_executable)
-        else:
-            _lightning_job(jobs[name], "fabric_fail", nodes=1, python=python_executable)
-
-    # At most two jobs in the real interpreter at a time through start-up: ranks that import Lightning side by side
-    # on 2 cores could miss their rendezvous, which waits the strategy's timeout too. A job is through once both its
-    # ranks train. The preloaded jobs start at once.
-    waiting = [name for name in stalls if name in real]
-    starting: list[str] = []
-    for name in stalls:
-        if name not in real:
-            start(name)
+    _lightning_job(jobs["lightning"], "stall", stalls["lightning"], STALL_TIMEOUT_S, nodes=1)
+    if "mpirun" in jobs:
+        _mpirun_job(jobs["mpirun"], "stall", stalls["mpirun"], STALL_TIMEOUT_S, nodes=1, python=python_executable)
+    _torchrun_job(jobs["torchrun"], "stall", stalls["torchrun"], STALL_TIMEOUT_S, nodes=1, python=python_executable)
+    _lightning_job(jobs["fabric"], "fabric_fail", nodes=1, python=python_executable)
     restarts = {
         strategy: Job(f"elastic-{strategy}", tmp_path / f"elastic-{strategy}") for strategy in ("ddp", "deepspeed")
     }
@@ -278,12 +264,6 @@ def test_a_stalled_or_killed_rank_leaves_no_process_behind(tmp_path: Path, pytho
     deadline = time.monotonic() + 300
     try:
         while time.monotonic() < deadline:
-            starting = [
-                name for name in starting if len(_pids(jobs[name].out)) < 2 and jobs[name].processes[0].poll() is None
-            ]
-            while waiting and len(starting) < 2:
-                starting.append(waiting.pop(0))
-                start(starting[-1])
             for name, job in jobs.items():
                 pids[name].update(_pids(job.out))
                 if name not in stalled_at and (job.out / "stalled").exists():

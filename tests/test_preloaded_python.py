@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import MPI_LIBRARIES
 from tests.test_sigterm import _alive
 
 PROBE = """
@@ -111,6 +112,12 @@ def test_exit_status_signals_tracebacks_and_the_fallback(python_executable: str,
         "-c", "import torch._logging._internal as i; print(i.log_state.get_log_level_pairs())", TORCH_LOGS="+dynamo"
     )
     assert logged.returncode == 0 and "torch._dynamo" in logged.stdout, logged.stderr[-2000:]
+    # A library directory the server was not started with does too; the server's own directories, repeated as
+    # mpirun repeats its own, do not. (A fork has Lightning imported before its program runs.)
+    preloaded = "import sys; print('lightning' in sys.modules)"
+    assert run("-c", preloaded, LD_LIBRARY_PATH=str(tmp_path)).stdout == "False\n"
+    server_directories = [str(MPI_LIBRARIES)] if MPI_LIBRARIES.is_dir() else []
+    assert run("-c", preloaded, LD_LIBRARY_PATH=os.pathsep.join(server_directories * 3)).stdout == "True\n"
 
 
 def test_a_killed_shim_takes_its_process_with_it(python_executable: str, tmp_path: Path) -> None:

@@ -90,6 +90,12 @@ sys.exit(sys.version.split()[0].rsplit('.', 1)[0] != '$python_version' or torch.
         echo "leg $leg cannot run: pip could not install lightning-hpu[test] beside torch==$torch_version${lightning_version:+ and lightning==$lightning_version} in $venv (see pip's output above)." >&2
         return 1
     }
+    # The stand-in's hpu device library is built once per environment (scripts/setup.sh does it for .venv), before
+    # the tests start their processes.
+    "$venv/bin/python" -m lightning_hpu.runtime.standin.device || {
+        echo "leg $leg cannot run: the CPU stand-in's hpu device could not be built for torch $torch_version (see above)." >&2
+        return 1
+    }
 }
 
 # Runs the test suite (and, on the pinned leg, ruff and mypy) in venv $2; pytest gets the remaining arguments.
@@ -108,8 +114,9 @@ run_suite() {
         mypy_pid=$!
     fi
     local status=0
-    # The stand-in's hpu device library is built once per environment, before the tests start their processes.
-    "$venv/bin/python" -m lightning_hpu.runtime.standin.device || status=1
+    # The package's and the tests' bytecode, compiled once: the suite starts some 200 Python processes, each of which
+    # would otherwise compile what it imports of them anew where PYTHONDONTWRITEBYTECODE is set.
+    "$venv/bin/python" -m compileall -q src tests > /dev/null || status=1
     if [ $status = 0 ]; then
         LIGHTNING_HPU_BACKEND="${LIGHTNING_HPU_BACKEND:-cpu}" "$venv/bin/python" -m pytest -q \
             -n "${LIGHTNING_HPU_TEST_WORKERS:-2}" --dist loadgroup --durations=15 "$@" || status=1

@@ -39,7 +39,7 @@ SLOW = {
 #: Benchmarks run here on smaller sizes (these arguments are appended to the README's command): the test checks that
 #: the command runs as written, through the same code, while the README's figures come from the full-size run.
 SMOKE_ARGUMENTS = {
-    "benchmarks/bucketing.py": "--samples 128",
+    "benchmarks/bucketing.py": "--samples 64",
     "benchmarks/sharded_memory.py": "--width 128 --blocks 2",
     "benchmarks/compile.py": "--depths 2 --steps 3",
     "benchmarks/async_checkpoint.py": "--megabytes 16 --rounds 1",

@@ -25,8 +25,8 @@ OpenMP reads when it loads, is applied with ``torch.set_num_threads``; and torch
 of lightning_hpu is imported by the server (its environment has none of the package's variables), so every process
 sets the stand-in up from its own.
 
-Tests that are about processes themselves (start-up cost, signals, a rank that dies or stalls, the launchers'
-process trees) keep using the real interpreter.
+Tests that are about processes themselves (start-up cost, clean exits, a rank that must die with the Lightning
+launcher that started it, a writer killed mid-save) keep using the real interpreter.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The one build step pyproject.toml cannot declare: the start-up file of the stand-in's Gaudi emulation.
 
 ``lightning_hpu_emulation.pth`` goes into site-packages, both with ``pip install .`` and ``pip install -e .``. Its one
-line calls ``_lightning_hpu_emulation.install_if_requested()`` at every Python start, which does nothing unless
+line calls ``gaudi_standin.startup.install_if_requested()`` at every Python start, which does nothing unless
 ``LIGHTNING_HPU_BACKEND=cpu`` (see that module), so that a script importing ``habana_frameworks`` first, and the
 processes Lightning starts for DDP, find the emulation.
 """
@@ -14,7 +14,7 @@ from setuptools import Command, setup
 from setuptools.command.build import build
 
 PTH_NAME = "lightning_hpu_emulation.pth"
-PTH_LINE = "import _lightning_hpu_emulation; _lightning_hpu_emulation.install_if_requested()\n"
+PTH_LINE = "import gaudi_standin.startup; gaudi_standin.startup.install_if_requested()\n"
 
 
 class build_emulation_pth(Command):

@@ -20,8 +20,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import _lightning_hpu_device
-from lightning_hpu.runtime import HPUConfigurationError, HPUFeatureUnavailableError, bridge_installed, settings
+from lightning_hpu.runtime import (
+    HPUConfigurationError,
+    HPUFeatureUnavailableError,
+    bridge_emulated,
+    bridge_installed,
+    settings,
+)
 from lightning_hpu.strategies import rank_watchdog
 from lightning_hpu.suggestions import closest_name
 
@@ -123,11 +128,12 @@ def _backend(report: Report) -> None:
     try:
         requested = settings.requested_backend()
         backend = get_backend()
+        available = backend is not None and backend.is_available()
     except HPUConfigurationError as error:
         report.errors.append(str(error))
         report.sections.append(("Backend", [("backend", "none (see the problems below)")]))
         return
-    if backend is None or not backend.is_available():
+    if backend is None or not available:
         rows.append(("backend", "none"))
         if requested == "hpu":
             report.errors.append(
@@ -141,7 +147,7 @@ def _backend(report: Report) -> None:
             )
         report.sections.append(("Backend", rows))
         return
-    standin = backend.name == "cpu"
+    standin = bridge_emulated()
     rows.append(("backend", f"CPU stand-in ({settings.BACKEND_ENV}=cpu)" if standin else "Intel Gaudi bridge"))
     rows.append(("device", backend.device_name()))
     rows.append(("devices", str(backend.device_count())))
@@ -189,7 +195,7 @@ def _set_variables(environ: dict[str, str], prefixes: Iterable[str]) -> list[tup
 OWN_VARIABLES = (settings.BACKEND_ENV, settings.CPU_DEVICES_ENV, settings.CPU_DEVICE_NAME_ENV)
 #: Other ``LIGHTNING_HPU_*`` names that are not mistakes: where the stand-in's device library is built, the launcher
 #: pid the package gives the ranks it starts, and the test suite's settings (README "Development").
-OTHER_KNOWN_VARIABLES = (_lightning_hpu_device.EXTENSIONS_DIR_ENV, rank_watchdog.LAUNCHER_PID_ENV)
+OTHER_KNOWN_VARIABLES = (settings.EXTENSIONS_DIR_ENV, rank_watchdog.LAUNCHER_PID_ENV)
 TEST_SUITE_PREFIX = "LIGHTNING_HPU_TEST_"
 
 

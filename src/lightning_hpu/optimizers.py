@@ -4,7 +4,7 @@ Habana's ``FusedAdamW`` defaults differ from ``torch.optim.AdamW`` (``eps=1e-6``
 ``weight_decay=0.0`` instead of ``1e-2``), and so does its update (``eps`` is added before the bias correction).
 These helpers take the fused defaults and always hand every hyperparameter to the backend explicitly, so the same
 call trains with the same settings on a Gaudi and on the CPU stand-in, whose ``FusedAdamW``/``FusedSGD``
-(``lightning_hpu.runtime.standin.optimizers``) compute the bridge's update and keep its optimizer state.
+(``gaudi_standin.optimizers``) compute the bridge's update and keep its optimizer state.
 """
 
 from __future__ import annotations

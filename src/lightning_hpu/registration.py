@@ -14,7 +14,7 @@ from lightning_hpu.fabric.deepspeed import HPUDeepSpeedStrategy as FabricHPUDeep
 from lightning_hpu.fabric.sharded_strategies import HPUFSDPStrategy as FabricHPUFSDPStrategy
 from lightning_hpu.fabric.strategies import HPUParallelStrategy as FabricHPUParallelStrategy
 from lightning_hpu.fabric.strategies import SingleHPUStrategy as FabricSingleHPUStrategy
-from lightning_hpu.runtime import settings
+from lightning_hpu.runtime import get_backend, settings
 from lightning_hpu.strategies import HPUDeepSpeedStrategy, HPUParallelStrategy, SingleHPUStrategy
 from lightning_hpu.strategies.fsdp import HPUFSDPStrategy
 from lightning_hpu.strategies.model_parallel import HPUModelParallelStrategy
@@ -47,7 +47,6 @@ def register_all() -> None:
     integration.install()
     hide_lightning_noise()
     if settings.standin_requested():
-        # Scripts call torch.compile(backend="hpu_backend") before anything creates the backend.
-        from lightning_hpu.runtime.standin.compile_backend import register_hpu_backend
-
-        register_hpu_backend()
+        # Scripts call torch.compile(backend="hpu_backend") before anything creates the backend: load the bridge,
+        # which registers it, as torch's device-backend autoload does on a Gaudi in eager mode.
+        get_backend()

@@ -49,7 +49,6 @@ class HPUAccelerator(Accelerator):
         if indices is not None and len(indices) == 1:
             # One process: bind it here. Several: each binds when its process group is prepared (``initialize_hccl``).
             bind_selected_hpu(0, backend.device_count())
-        backend.activate_device(device)
 
     @override
     def teardown(self) -> None:
@@ -73,8 +72,7 @@ class HPUAccelerator(Accelerator):
     def get_parallel_devices(devices: Any) -> list[torch.device]:
         """One torch device per process, for the HPU module each local rank drives.
 
-        On a Gaudi that is the unindexed ``hpu`` device (the bridge opens only the process's own module); on the CPU
-        stand-in, ``hpu:<module>``.
+        That is the unindexed ``hpu`` device: the bridge opens only the process's own module.
         """
         # Lightning hands over the count parse_devices returned: the list it parsed stays remembered.
         backend = require_backend()

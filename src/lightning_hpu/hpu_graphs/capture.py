@@ -1,10 +1,10 @@
 """Manual capture and replay: :class:`HPUGraph` and the :func:`graph` context manager.
 
 On a Gaudi these are the bridge's ``HPUGraph`` and ``graph``; on the CPU stand-in they record and replay the aten
-ops of the captured region (see :mod:`lightning_hpu.runtime.standin.graphs`). The graph rules hold on both: Python
+ops of the captured region. The graph rules hold on both: Python
 runs only during the capture, so a branch taken then is taken at every replay; replay reads the tensors the capture
 read (copy new data into them) and writes the tensors the capture wrote. A host sync inside a capture (``.item()``,
-``if tensor:``) raises :class:`HostSyncInCaptureError` on the stand-in; a Gaudi raises nothing but freezes the value
+``if tensor:``) raises ``HostSyncInCaptureError`` on the stand-in; a Gaudi raises nothing but freezes the value
 read during the capture into the graph, so the stand-in's error marks a bug either way.
 """
 

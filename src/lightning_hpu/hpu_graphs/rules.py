@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from torch import Tensor
 from torch.nn import Module
 from torch.nn.parallel import DataParallel, DistributedDataParallel
 
@@ -76,3 +77,14 @@ def check_graphable_for_training(module: Module, argument: str) -> None:
                 f"`{argument}` has a buffer {name!r} that requires grad; in a graphed module only parameters may be"
                 " trainable. Make it a Parameter, or call `.requires_grad_(False)` on it."
             )
+
+
+def require_differentiable(func: object, args: tuple[Tensor, ...], name: str) -> None:
+    """Refuse a callable to graph with a backward whose sample args and parameters include none that requires grad."""
+    params = tuple(func.parameters()) if isinstance(func, Module) else ()
+    if not any(tensor.requires_grad for tensor in args + params):
+        raise ValueError(
+            f"make_graphed_callables graphs a backward, but no sample arg or parameter of `{name}` requires grad, so"
+            " there is nothing to differentiate (the bridge's autograd.grad refuses this): graph inference with"
+            " wrap_in_hpu_graph, or pass inputs or parameters that require grad."
+        )

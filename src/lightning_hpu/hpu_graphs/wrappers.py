@@ -1,7 +1,6 @@
 """Graphing modules: ``make_graphed_callables``, ``ModuleCacher`` (training) and ``wrap_in_hpu_graph`` (inference).
 
-Each checks its arguments, then hands them to the backend: the bridge's function of the same name on a Gaudi, the
-stand-in's faithful copy on the CPU.
+Each checks its arguments, then hands them to the backend, which calls the bridge's function of the same name.
 """
 
 from __future__ import annotations
@@ -11,8 +10,12 @@ from typing import Any
 from torch import Tensor
 from torch.nn import Module
 
-from lightning_hpu.hpu_graphs.rules import check_graphable_for_training, check_not_compiled, graphs_backend
-from lightning_hpu.runtime.standin.graphed_callables import require_differentiable
+from lightning_hpu.hpu_graphs.rules import (
+    check_graphable_for_training,
+    check_not_compiled,
+    graphs_backend,
+    require_differentiable,
+)
 
 
 def _check_positive_int(value: Any, argument: str, allow_none: bool = False) -> None:

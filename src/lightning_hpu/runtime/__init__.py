@@ -1,15 +1,18 @@
-"""Choosing the runtime backend: a real Gaudi through the bridge, or the CPU stand-in.
+"""The runtime backend: the Intel Gaudi bridge (``habana_frameworks``), driven by :class:`BridgeBackend`.
 
-Nothing is opened at import. The backend is created on first use and cached per process; child processes inherit
-``LIGHTNING_HPU_BACKEND`` and so make the same choice.
+There is one backend. On a Gaudi, ``habana_frameworks`` is the bridge of the Intel Gaudi software; without one,
+``LIGHTNING_HPU_BACKEND=cpu`` makes the CPU stand-in serve ``habana_frameworks`` (its own package, reached only
+through that import, as a Gaudi's bridge is), and the same backend code drives it. Nothing is opened at import. The
+backend is created on first use and cached per process; child processes inherit ``LIGHTNING_HPU_BACKEND`` and so
+make the same choice.
 """
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import threading
 
-import _lightning_hpu_emulation
 from lightning_hpu.runtime import settings
 from lightning_hpu.runtime.base import (
     GAUDI_GENERATIONS,
@@ -30,6 +33,7 @@ __all__ = [
     "HPUConfigurationError",
     "HPUFeatureUnavailableError",
     "HPUNotAvailableError",
+    "bridge_emulated",
     "bridge_installed",
     "generation_rank",
     "get_backend",
@@ -41,35 +45,39 @@ __all__ = [
 _lock = threading.Lock()
 _backend: HPUBackend | None = None
 
-# A script that imports the package before ``habana_frameworks`` gets the emulation without the start-up hook.
-_lightning_hpu_emulation.install_if_requested()
+#: The name of the bridge's top-level package.
+BRIDGE_PACKAGE = "habana_frameworks"
+#: What the CPU stand-in's import hook puts in the ``origin`` of the ``habana_frameworks`` it serves.
+EMULATED_ORIGIN_MARK = "cpu stand-in"
+
+
+def _bridge_spec() -> importlib.machinery.ModuleSpec | None:
+    try:
+        return importlib.util.find_spec(BRIDGE_PACKAGE)
+    except (ImportError, ValueError):
+        return None
+
+
+def bridge_emulated() -> bool:
+    """Whether the ``habana_frameworks`` found here is the CPU stand-in's (checked without importing it)."""
+    spec = _bridge_spec()
+    return spec is not None and EMULATED_ORIGIN_MARK in (spec.origin or "")
 
 
 def bridge_installed() -> bool:
-    """Whether the real Habana bridge can be imported here (checked without importing it).
-
-    The stand-in's emulation of ``habana_frameworks`` is importable too, but it is not a bridge: it is left out.
-    """
-    try:
-        spec = importlib.util.find_spec("habana_frameworks")
-    except (ImportError, ValueError):
-        return False
-    return spec is not None and not _lightning_hpu_emulation.is_emulated(spec)
+    """Whether a real Intel Gaudi bridge can be imported here (the stand-in's emulation is left out)."""
+    return _bridge_spec() is not None and not bridge_emulated()
 
 
 def _create_backend() -> HPUBackend | None:
     requested = settings.requested_backend()
-    if requested == "cpu":
-        from lightning_hpu.runtime.standin import CPUStandInBackend
+    if _bridge_spec() is None:
+        return None
+    if requested == "hpu" and bridge_emulated():
+        return None
+    from lightning_hpu.runtime.bridge import BridgeBackend
 
-        return CPUStandInBackend()
-    if requested == "hpu" or bridge_installed():
-        if not bridge_installed():
-            return None
-        from lightning_hpu.runtime.bridge import BridgeBackend
-
-        return BridgeBackend()
-    return None
+    return BridgeBackend()
 
 
 def get_backend() -> HPUBackend | None:
@@ -101,6 +109,12 @@ def require_backend() -> HPUBackend:
     backend = get_backend()
     if backend is not None and backend.is_available():
         return backend
+    if backend is None and settings.standin_requested():
+        raise HPUNotAvailableError(
+            f"HPU was requested with {settings.BACKEND_ENV}=cpu, but the CPU stand-in's habana_frameworks is not"
+            " installed in this environment; install lightning-hpu with pip (`pip install -e .` in a checkout), which"
+            " adds its start-up hook."
+        )
     if backend is None:
         reason = "the Intel Gaudi bridge (habana_frameworks) is not installed"
     else:

@@ -1,7 +1,9 @@
-"""The runtime seam: everything that differs between a real Gaudi and the CPU stand-in.
+"""The runtime seam: what the package needs from the HPU runtime, in one interface.
 
-The rest of the package never imports ``habana_frameworks``; it asks the active :class:`HPUBackend`
-(see :func:`lightning_hpu.runtime.get_backend`) instead.
+The rest of the package never imports ``habana_frameworks``; it asks the :class:`HPUBackend` of the process (see
+:func:`lightning_hpu.runtime.get_backend`) instead. Its one implementation, :class:`~lightning_hpu.runtime.bridge.
+BridgeBackend`, calls the bridge's API, on a Gaudi and on the CPU stand-in (which serves that API); tests may put a
+fake behind the same interface.
 """
 
 from __future__ import annotations
@@ -80,12 +82,9 @@ def generation_rank(device_name: str) -> int:
 
 
 class HPUBackend(ABC):
-    """What the package needs from an HPU runtime.
+    """What the package needs from an HPU runtime (implemented by the bridge's backend)."""
 
-    Two implementations exist: the bridge (``habana_frameworks`` on a Gaudi) and the CPU stand-in.
-    """
-
-    #: Short name shown in messages: ``"bridge"`` or ``"cpu"``.
+    #: Short name shown in messages.
     name: str
 
     # --- devices ---------------------------------------------------------------------------
@@ -115,14 +114,9 @@ class HPUBackend(ABC):
     def close(self) -> None:  # noqa: B027 (optional hook, no-op by default)
         """Stop what this backend runs in the background (it is being replaced, see ``reset_backend``)."""
 
-    def follow_binding(self) -> None:  # noqa: B027 (optional hook, no-op by default)
+    @abstractmethod
+    def follow_binding(self) -> None:
         """Use the HPU module ``HLS_MODULE_ID`` now binds this process to (the bridge opens it on first use)."""
-
-    def activate_device(self, device: torch.device) -> None:  # noqa: B027 (optional hook, no-op by default)
-        """Make ``device`` (the strategy's root device) the current HPU of this process.
-
-        Nothing to do on a Gaudi: the bridge opens the process's bound module, the unindexed ``hpu`` device.
-        """
 
     @abstractmethod
     def set_device(self, local_rank: int) -> None:
@@ -273,24 +267,21 @@ class HPUBackend(ABC):
     ) -> torch.nn.Module:
         """Patch ``module.forward`` to capture and replay an inference graph per input shape."""
 
-    # --- graph compilations in lazy mode (read by HPURecompileMonitor) -------------------------
+    # --- graph compilations (read by HPURecompileMonitor) ---------------------------------------
     def watch_graph_compilations(self, enabled: bool) -> None:  # noqa: B027 (optional hook, no-op by default)
-        """Start or stop counting lazy-mode graph compilations (the stand-in models them only while asked)."""
+        """Start or stop counting lazy-mode graph compilations (counted only while watched)."""
 
     def graph_compilation_count(self) -> int | None:
-        """Graphs (recipes) the device's graph compiler built so far, or ``None`` where not counted.
+        """Graphs (recipes) the device's graph compiler built, or ``None`` where not counted.
 
-        In lazy mode: one per new graph signature between step markers. In eager mode with ``torch.compile``: one
-        per compiled graph and concrete input shapes (where the backend counts it; the stand-in does).
+        In lazy mode: those built while watched (:meth:`watch_graph_compilations`), one per new graph signature
+        between step markers. In eager mode with ``torch.compile``: those of the process, one per compiled graph and
+        concrete input shapes.
         """
-        return None
-
-    def last_graph_compilation_reason(self) -> str | None:
-        """Why the latest lazy-mode graph was compiled, where the backend knows."""
         return None
 
     # --- DeepSpeed -------------------------------------------------------------------------
     @property
     @abstractmethod
     def deepspeed_accelerator(self) -> str:
-        """The name DeepSpeed's ``DS_ACCELERATOR`` must hold: ``"hpu"`` on a Gaudi, ``"cpu"`` on the stand-in."""
+        """DeepSpeed's name of the accelerator that drives this device (``"hpu"``), which ``DS_ACCELERATOR`` defaults to."""

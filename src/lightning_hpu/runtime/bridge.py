@@ -1,12 +1,15 @@
-"""The Gaudi backend: the only module of the package that imports ``habana_frameworks``.
+"""The Gaudi backend: the only module of the package that imports ``habana_frameworks``, and the only backend.
 
 Every call here is one listed in docs/bridge-api.md (which also says what Intel Gaudi 1.23 and 1.24 changed); mypy
-checks them against the typed stub in ``typings/habana_frameworks``. Importing this module imports the bridge, so it
-is imported only once a Gaudi backend has been chosen (see :func:`lightning_hpu.runtime.get_backend`).
+checks them against the typed stub in ``typings/habana_frameworks``. On the CPU stand-in ``habana_frameworks`` is
+the stand-in's emulation of the bridge, so this code is what every test, example and benchmark runs. Importing this
+module imports the bridge, so it is imported only once the backend is first asked for (see
+:func:`lightning_hpu.runtime.get_backend`).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
@@ -18,11 +21,18 @@ import habana_frameworks.torch.hpu as hthpu
 import torch
 from torch.optim import Optimizer
 
-from lightning_hpu.runtime.base import MEMORY_STAT_KEYS, HPUBackend, HPUFeatureUnavailableError
+from lightning_hpu.runtime.base import (
+    MEMORY_STAT_KEYS,
+    HPUBackend,
+    HPUConfigurationError,
+    HPUFeatureUnavailableError,
+)
+
+from lightning_hpu.runtime.base import GraphHandle
 
 if TYPE_CHECKING:
     from habana_frameworks.torch.hpex.normalization import FusedClipNorm
-from lightning_hpu.runtime.base import GraphHandle
+    from habana_frameworks.torch.hpu.metrics import Metric
 
 
 class BridgeBackend(HPUBackend):
@@ -34,9 +44,16 @@ class BridgeBackend(HPUBackend):
         self._device_name: str | None = None
         # FusedClipNorm allocates its bound on the device, so one is kept per bound.
         self._clip_norms: dict[float, FusedClipNorm] = {}
+        # Lazy-mode compilations are counted by a local metric while watched; those of windows closed before.
+        self._compilation_window: AbstractContextManager[Metric] | None = None
+        self._compilation_metric: Metric | None = None
+        self._compilations_before = 0
 
     def is_available(self) -> bool:
-        return hthpu.is_available()
+        try:
+            return hthpu.is_available()
+        except ValueError as error:  # the bridge refused its environment (the stand-in's settings, say)
+            raise HPUConfigurationError(str(error)) from None
 
     def device_count(self) -> int:
         return hthpu.device_count() if hthpu.is_available() else 0
@@ -50,6 +67,10 @@ class BridgeBackend(HPUBackend):
     def torch_device(self) -> torch.device:
         # Each process drives exactly one HPU, selected by HLS_MODULE_ID; tensors use the unindexed device.
         return torch.device("hpu")
+
+    def follow_binding(self) -> None:
+        # Asking the bridge for its device opens the module HLS_MODULE_ID binds this process to.
+        hthpu.current_device()
 
     def set_device(self, local_rank: int) -> None:
         hthpu.set_device(local_rank)
@@ -146,31 +167,54 @@ class BridgeBackend(HPUBackend):
         return te
 
     def profiler_activities(self) -> list[Any]:
-        # Importing the bridge (this module's imports) replaced ``torch.profiler.ProfilerActivity`` with an enum
-        # that has ``HPU`` (reference section 9), and its ``torch.profiler.profile`` accepts only that enum's
-        # members. Reading the attribute now, not at import, makes the import order of Lightning and the bridge
-        # irrelevant.
+        # Importing the bridge's activity profiler replaced ``torch.profiler.ProfilerActivity`` with an enum that has
+        # ``HPU`` (reference section 9), and its ``torch.profiler.profile`` accepts only that enum's members. Reading
+        # the attribute now, not at import, makes the import order of Lightning and the bridge irrelevant. A bridge
+        # without that module (the CPU stand-in's, whose device is the host) records CPU activity.
         activity: Any = torch.profiler.ProfilerActivity
-        if not hasattr(activity, "HPU"):
+        if hasattr(activity, "HPU"):
+            return [activity.CPU, activity.HPU]
+        if importlib.util.find_spec("habana_frameworks.torch.activity_profiler") is not None:
             warnings.warn(
                 "The Intel Gaudi bridge did not add ProfilerActivity.HPU to torch.profiler; profiling records"
                 " CPU activity only.",
                 stacklevel=2,
             )
-            return [activity.CPU]
-        return [activity.CPU, activity.HPU]
+        return [activity.CPU]
+
+    def watch_graph_compilations(self, enabled: bool) -> None:
+        # The bridge's "graph_compilation" metric (reference section 4), counted in a local context while watched.
+        if not htcore.is_lazy() or enabled == (self._compilation_window is not None):
+            return
+        if enabled:
+            from habana_frameworks.torch.hpu.metrics import metric_localcontext
+
+            self._compilation_window = metric_localcontext("graph_compilation")
+            self._compilation_metric = self._compilation_window.__enter__()
+            return
+        self._compilations_before = self._compilations_so_far()
+        window, self._compilation_window, self._compilation_metric = self._compilation_window, None, None
+        if window is not None:
+            window.__exit__(None, None, None)
+
+    def _compilations_so_far(self) -> int:
+        metric = self._compilation_metric
+        counted = int(dict(metric.stats()).get("TotalNumber", 0)) if metric is not None else 0
+        return self._compilations_before + counted
 
     def graph_compilation_count(self) -> int | None:
-        # The bridge's "graph_compilation" metric (reference section 4) counts recipes compiled in this process.
-        if not htcore.is_lazy():
-            return None
+        if htcore.is_lazy():
+            return self._compilations_so_far()
+        # Eager mode: the recipes torch.compile's graphs cost the graph compiler in this process.
         from habana_frameworks.torch.hpu.metrics import metric_global
 
         metric = metric_global("graph_compilation")
         if metric is None:
             return None
-        stats = dict(metric.stats())
-        return int(stats.get("TotalNumber", 0))
+        return int(dict(metric.stats()).get("TotalNumber", 0))
+
+    def close(self) -> None:
+        self.watch_graph_compilations(False)
 
     def new_graph(self) -> GraphHandle:
         return hthpu.HPUGraph()

@@ -1,7 +1,7 @@
 """Facts about the bridge's ``hpu_backend`` for ``torch.compile`` that hold on a Gaudi and on the stand-in.
 
 The name TorchDynamo knows it by, the option keys it takes, and the lazy-mode refusal. The stand-in's own backend,
-registered under the same name, lives in :mod:`lightning_hpu.runtime.standin.compile_backend`.
+registered under the same name, lives in :mod:`gaudi_standin.compile_backend`.
 """
 
 from __future__ import annotations

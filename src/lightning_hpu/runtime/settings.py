@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 
-from lightning_hpu.runtime.base import GAUDI_GENERATIONS, HPUConfigurationError
+from lightning_hpu.runtime.base import HPUConfigurationError
 
 BACKEND_ENV = "LIGHTNING_HPU_BACKEND"
+#: The CPU stand-in's settings (read by the stand-in; named in messages and the env report).
 CPU_DEVICES_ENV = "LIGHTNING_HPU_CPU_DEVICES"
 CPU_DEVICE_NAME_ENV = "LIGHTNING_HPU_CPU_DEVICE_NAME"
 LAZY_MODE_ENV = "PT_HPU_LAZY_MODE"
+#: Where the CPU stand-in builds and keeps its device library (read by the stand-in; listed by the env report).
+EXTENSIONS_DIR_ENV = "LIGHTNING_HPU_EXTENSIONS_DIR"
 
 #: Accepted values of ``LIGHTNING_HPU_BACKEND``: ``cpu`` is the stand-in, ``hpu`` forces the bridge.
 BACKEND_CHOICES = ("cpu", "hpu")
@@ -26,29 +29,6 @@ def requested_backend() -> str | None:
             f" to 'hpu' for a Gaudi, or unset it to detect a Gaudi."
         )
     return value
-
-
-def cpu_device_count() -> int:
-    """Emulated device count of the stand-in (``LIGHTNING_HPU_CPU_DEVICES``, default 1)."""
-    raw = os.environ.get(CPU_DEVICES_ENV, "1").strip()
-    try:
-        count = int(raw)
-    except ValueError:
-        count = 0
-    if count < 1:
-        raise HPUConfigurationError(f"{CPU_DEVICES_ENV}={raw!r} must be a positive integer, e.g. {CPU_DEVICES_ENV}=2.")
-    return count
-
-
-def cpu_device_name() -> str:
-    """Emulated Gaudi generation of the stand-in (``LIGHTNING_HPU_CPU_DEVICE_NAME``, default GAUDI2)."""
-    raw = os.environ.get(CPU_DEVICE_NAME_ENV, "GAUDI2").strip().upper()
-    if raw not in GAUDI_GENERATIONS:
-        raise HPUConfigurationError(
-            f"{CPU_DEVICE_NAME_ENV}={os.environ[CPU_DEVICE_NAME_ENV]!r} is not a Gaudi generation:"
-            f" use one of {', '.join(GAUDI_GENERATIONS)}."
-        )
-    return raw
 
 
 def lazy_mode_from_env() -> bool:

@@ -97,7 +97,7 @@ def select_deepspeed_accelerator() -> str:
 
     DeepSpeed reads ``DS_ACCELERATOR`` once, on the first ``get_accelerator()`` (which importing it may do), so the
     variable is set before DeepSpeed is imported; child processes inherit it. On the CPU stand-in DeepSpeed gets
-    its CPU accelerator's host ops, driving the stand-in's ``hpu`` device (:mod:`~lightning_hpu.runtime.standin.
+    its CPU accelerator's host ops, driving the stand-in's ``hpu`` device (:mod:`~gaudi_standin.
     deepspeed_accelerator`).
     """
     if importlib.util.find_spec("deepspeed") is None:
@@ -115,7 +115,7 @@ def select_deepspeed_accelerator() -> str:
     from deepspeed.accelerator import get_accelerator
 
     if wanted == "cpu":  # the stand-in: DeepSpeed's host ops on the stand-in's hpu device
-        from lightning_hpu.runtime.standin.deepspeed_accelerator import install
+        from gaudi_standin.deepspeed_accelerator import install
 
         install()
         _without_shared_memory_collectives()

@@ -1,0 +1,59 @@
+"""``habana_frameworks.torch.distributed.hccl`` on the stand-in: the ``"hccl"`` backend, registered on import.
+
+As the bridge's module does, importing it runs :func:`initialize_distributed_hpu` once, which reads the launcher's
+variables (``WORLD_SIZE``, ``RANK``, ``LOCAL_RANK``, or Open MPI's) and defaults ``MASTER_ADDR=localhost`` and
+``MASTER_PORT=12345``, then hands the process to the stand-in backend's own distributed initialisation.
+"""
+
+from __future__ import annotations
+
+import os
+
+from gaudi_standin import runtime
+from gaudi_standin.process_group import register_hccl_standin_backend
+
+__all__ = ["initialize_distributed_hpu"]
+
+_MPI_VARIABLES = {
+    "OMPI_COMM_WORLD_LOCAL_RANK": "LOCAL_RANK",
+    "OMPI_COMM_WORLD_SIZE": "WORLD_SIZE",
+    "OMPI_COMM_WORLD_RANK": "RANK",
+}
+
+
+def _environment_from_launcher() -> None:
+    if all(name in os.environ for name in _MPI_VARIABLES.values()):
+        return
+    if all(name in os.environ for name in _MPI_VARIABLES):
+        for mpi_name, name in _MPI_VARIABLES.items():
+            os.environ[name] = os.environ[mpi_name]
+    os.environ.setdefault("MASTER_ADDR", "localhost")
+    os.environ.setdefault("MASTER_PORT", "12345")
+
+
+def initialize_distributed_hpu(
+    world_size: int | None = None, rank: int | None = None, local_rank: int | None = None
+) -> tuple[int, int, int]:
+    """Set up this process for HCCL and return ``(world_size, rank, local_rank)``.
+
+    Given all three, they are written to ``WORLD_SIZE``, ``RANK`` and ``LOCAL_RANK``; otherwise they are read from
+    the launcher's variables. A process of a multi-process run is bound to its HPU by the stand-in backend.
+    """
+    if world_size is not None and rank is not None and local_rank is not None:
+        os.environ.update(WORLD_SIZE=str(world_size), RANK=str(rank), LOCAL_RANK=str(local_rank))
+    else:
+        _environment_from_launcher()
+    world_size = int(os.environ.get("WORLD_SIZE", 1))
+    rank = int(os.environ.get("RANK", -1))
+    local_rank = int(os.environ.get("LOCAL_RANK", -1))
+    if local_rank >= 0 and world_size > 1:
+        runtime.current().initialize_distributed(world_size, rank, local_rank)
+    else:
+        # A single process keeps the device it has; the bridge binds no module then either.
+        register_hccl_standin_backend()
+    if rank != -1:
+        os.environ["ID"] = str(rank)
+    return world_size, rank, local_rank
+
+
+initialize_distributed_hpu()

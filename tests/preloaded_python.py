@@ -330,11 +330,11 @@ def _become(connection: socket.socket, request: _Request) -> Any:
         """What this process's start would have done in its environment: the package's ``.pth`` hook at start-up,
         then torch's loading of out-of-tree device backends while ``import torch`` runs (the stand-in's device)."""
         try:
-            import _lightning_hpu_emulation
+            import gaudi_standin.startup
         except ImportError:
             pass
         else:
-            _lightning_hpu_emulation.install_if_requested()
+            gaudi_standin.startup.install_if_requested()
         import torch
 
         if torch._is_device_backend_autoload_enabled():

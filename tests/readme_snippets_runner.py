@@ -25,7 +25,7 @@ def _fresh_environment(variables: dict[str, str]) -> None:
     os.environ.update(variables)
     if "lightning_hpu" in sys.modules:
         from lightning_hpu import devices
-        from lightning_hpu.runtime import reset_backend
+        from tests.standin import reset_backend
 
         reset_backend()
         devices.remember_device_indices(1)  # forget a devices list of an earlier block

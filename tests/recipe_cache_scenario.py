@@ -15,13 +15,14 @@ import torch
 from lightning.pytorch import Trainer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from gaudi_standin import runtime as standin_runtime
 from lightning_hpu import HPUAccelerator, HPUCompile, get_backend
 from tests.helpers import RegressionModel
 
 
 def main(out: Path, cache: Path | None = None) -> None:
     torch._dynamo.reset()  # compiles from scratch after other scenarios of the same process
-    counters = get_backend().counters  # type: ignore[union-attr]
+    counters = standin_runtime.current().counters
     compiled_before = counters.compiled_recipes
     trainer = Trainer(
         accelerator=HPUAccelerator(recipe_cache=cache or out / "recipes"),

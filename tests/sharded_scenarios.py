@@ -38,7 +38,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_hpu import HPUFSDPStrategy, HPUModelParallelStrategy
-from lightning_hpu.runtime.standin import process_group
+from gaudi_standin import process_group
 
 WORLD = 2
 MICRO_BATCH = 4  # per rank

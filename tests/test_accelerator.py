@@ -10,7 +10,8 @@ from lightning.pytorch.accelerators import AcceleratorRegistry
 from lightning.pytorch.strategies import StrategyRegistry
 
 from lightning_hpu import HPUAccelerator
-from lightning_hpu.runtime import MEMORY_STAT_KEYS, reset_backend
+from lightning_hpu.runtime import MEMORY_STAT_KEYS
+from tests.standin import reset_backend
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,8 @@ def _restore_op_list_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     # Registered with monkeypatch so the variables the code sets are removed after each test.
     monkeypatch.delenv(LOWER_PRECISION_OPS_ENV, raising=False)
     monkeypatch.delenv(FP32_OPS_ENV, raising=False)
+    # As in a process where the bridge has not loaded yet (lazy mode on a Gaudi, where torch does not autoload it).
+    monkeypatch.delitem(sys.modules, "habana_frameworks.torch", raising=False)
 
 
 def test_plugin_writes_exactly_the_given_ops(standin: Any) -> None:

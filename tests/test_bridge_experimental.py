@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from lightning_hpu.runtime import settings
-from lightning_hpu.runtime.standin.emulation import experimental, hpu
+from gaudi_standin.bridge import experimental, hpu
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -27,7 +27,7 @@ def test_device_type_follows_the_emulated_generation(
     standin: Any, monkeypatch: pytest.MonkeyPatch, name: str, fp16: bool
 ) -> None:
     monkeypatch.setenv(settings.CPU_DEVICE_NAME_ENV, name)
-    from lightning_hpu.runtime import reset_backend
+    from tests.standin import reset_backend
 
     reset_backend()
     assert experimental._get_device_type() == experimental.synDeviceType[f"synDevice{name.capitalize()}"]

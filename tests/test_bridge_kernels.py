@@ -14,9 +14,9 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-import _lightning_hpu_emulation as hook
-from lightning_hpu.runtime.standin.emulation import hpu, kernels, library_loader, normalization
-from lightning_hpu.runtime.standin.emulation.kernels import (
+import gaudi_standin.startup as hook
+from gaudi_standin.bridge import hpu, kernels, library_loader, normalization
+from gaudi_standin.bridge.kernels import (
     FusedSDPA,
     RotaryPosEmbeddingHelperV1,
     RotaryPosEmbeddingHelperV2,
@@ -24,7 +24,7 @@ from lightning_hpu.runtime.standin.emulation.kernels import (
     RotaryPosEmbeddingMode,
     apply_rotary_pos_emb,
 )
-from lightning_hpu.runtime.standin.emulation.normalization import FusedRMSNorm
+from gaudi_standin.bridge.normalization import FusedRMSNorm
 
 
 def _leaves(*tensors: Tensor) -> list[Tensor]:

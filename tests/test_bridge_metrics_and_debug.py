@@ -14,8 +14,9 @@ import pytest
 import torch
 from torch import nn
 
-from lightning_hpu.runtime.standin import dynamic_shapes
-from lightning_hpu.runtime.standin.emulation import debug, hpu, metrics
+from gaudi_standin import dynamic_shapes
+from tests.standin import counters as standin_counters
+from gaudi_standin.bridge import debug, hpu, metrics
 
 
 @pytest.fixture(autouse=True)
@@ -141,17 +142,17 @@ def test_autocast_state_is_the_devices_autocast(standin: Any) -> None:
 
 
 def test_dynamic_shapes_also_key_torch_compile_recipes(standin: Any) -> None:
-    from lightning_hpu.runtime.standin.compile_backend import _counting_recipes
+    from gaudi_standin.compile_backend import _counting_recipes
 
     def run(args: list[Any]) -> None:
         return None
 
-    counting = _counting_recipes(run, standin.counters, "graph")
+    counting = _counting_recipes(run, standin_counters(), "graph")
     for rows in (2, 3, 2):
         counting([torch.ones(rows, 4)])
-    assert standin.counters.compiled_recipes == 2  # static shapes: one recipe per size
+    assert standin_counters().compiled_recipes == 2  # static shapes: one recipe per size
     hpu.enable_dynamic_shape()
-    counting = _counting_recipes(run, standin.counters, "graph")
+    counting = _counting_recipes(run, standin_counters(), "graph")
     for rows in (5, 6, 7):
         counting([torch.ones(rows, 4)])
-    assert standin.counters.compiled_recipes == 3  # one recipe for every size
+    assert standin_counters().compiled_recipes == 3  # one recipe for every size

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import warnings
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,9 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_hpu import HPUCompile, HPUGraphs, HPURecompileMonitor, HPUThroughputMonitor
 from lightning_hpu.compile import CompileInLazyModeError, HPUCompileError
-from lightning_hpu.runtime.standin.compile_backend import register_hpu_backend
+from gaudi_standin.compile_backend import register_hpu_backend
 from tests.helpers import MetricsSpy, RegressionModel, quiet_trainer_kwargs
+from tests.standin import counters as standin_counters
 
 
 class Block(nn.Module):
@@ -84,10 +86,10 @@ def test_eager_is_the_default(standin: Any) -> None:
 
 def test_hpu_backend_compiles_with_real_dynamo(standin: Any) -> None:
     model = torch.compile(nn.Linear(4, 2), backend="hpu_backend")
-    before = standin.counters.compiled_graphs
+    before = standin_counters().compiled_graphs
     expected = nn.functional.linear(torch.ones(3, 4), model.weight, model.bias)
     torch.testing.assert_close(model(torch.ones(3, 4)), expected)
-    assert standin.counters.compiled_graphs == before + 1
+    assert standin_counters().compiled_graphs == before + 1
     graphs = counters["stats"]["unique_graphs"]
     model(torch.ones(3, 4))
     assert counters["stats"]["unique_graphs"] == graphs  # guards hold: no recompilation
@@ -111,16 +113,16 @@ def test_compile_refused_in_lazy_mode(lazy_standin: Any, tmp_path: Any) -> None:
     trainer = _trainer(tmp_path, max_steps=1)
     with pytest.raises(CompileInLazyModeError, match=r"^torch.compile\(backend='hpu_backend'\) needs eager mode"):
         trainer.fit(torch.compile(BlockModel(log=False), backend="hpu_backend"))
-    assert trainer.global_step == 0 and lazy_standin.counters.compiled_graphs == 0
+    assert trainer.global_step == 0 and standin_counters().compiled_graphs == 0
 
 
 def test_compiled_lightning_module_fits_and_checkpoints_load_uncompiled(standin: Any, tmp_path: Any) -> None:
     model = BlockModel(log=False)  # self.log inside a Lightning-compiled training_step fails in Dynamo (README)
     trainer = _trainer(tmp_path, max_steps=3)
-    before = standin.counters.compiled_graphs
+    before = standin_counters().compiled_graphs
     trainer.fit(torch.compile(model, backend="hpu_backend"))
     assert trainer.global_step == 3
-    assert standin.counters.compiled_graphs > before
+    assert standin_counters().compiled_graphs > before
     trainer.save_checkpoint(tmp_path / "compiled.ckpt")
     state = torch.load(tmp_path / "compiled.ckpt", weights_only=False)["state_dict"]
     assert not any("_orig_mod" in key for key in state)
@@ -131,9 +133,9 @@ def test_compiled_lightning_module_fits_and_checkpoints_load_uncompiled(standin:
 def test_hpu_compile_keeps_self_log_and_plain_checkpoints(standin: Any, tmp_path: Any) -> None:
     model = BlockModel()
     trainer = _trainer(tmp_path, max_steps=3, callbacks=[HPUCompile()], logger=True)
-    before = standin.counters.compiled_graphs
+    before = standin_counters().compiled_graphs
     trainer.fit(model)
-    assert standin.counters.compiled_graphs > before
+    assert standin_counters().compiled_graphs > before
     assert "train_loss" in trainer.callback_metrics
     assert model._compiled_call_impl is None  # restored after fit
     trainer.save_checkpoint(tmp_path / "a.ckpt")
@@ -220,7 +222,7 @@ def test_monitor_counts_a_recipe_per_shape_when_dynamo_goes_dynamic(standin: Any
     monitor, warned = _monitored_fit(tmp_path, compile_model=True, dynamic=None, vary=True)
     assert all(count >= 1 for count in monitor.per_step[:7])  # sizes 1..7: each a new recipe
     assert len(warned) == 1 and "training step 3" in str(warned[0].message)
-    assert standin.counters.compiled_recipes >= 7
+    assert standin_counters().compiled_recipes >= 7
     fixed, quiet = _monitored_fit(tmp_path, compile_model=True, dynamic=None)
     assert sum(fixed.per_step[3:]) == 0 and not quiet
 
@@ -239,7 +241,7 @@ def test_monitor_survives_dynamo_reset(standin: Any, tmp_path: Any) -> None:
 def test_monitor_lazy_mode_models_the_graph_cache(lazy_standin: Any, tmp_path: Any) -> None:
     monitor, warned = _monitored_fit(tmp_path, compile_model=False)
     assert monitor.per_step[0] >= 1 and sum(monitor.per_step[3:]) == 0
-    assert lazy_standin.counters.lazy_graph_cache_hits > 0
+    assert standin_counters().lazy_graph_cache_hits > 0
     assert not warned
     monitor, warned = _monitored_fit(tmp_path, compile_model=False, vary=True)
     assert all(count >= 1 for count in monitor.per_step[:7])  # sizes 1..7: each a new graph
@@ -248,8 +250,8 @@ def test_monitor_lazy_mode_models_the_graph_cache(lazy_standin: Any, tmp_path: A
 
 def test_monitor_costs_nothing_when_absent(lazy_standin: Any, tmp_path: Any) -> None:
     _trainer(tmp_path, max_steps=3).fit(BlockModel())
-    assert lazy_standin.counters.lazy_graph_compilations == 0
-    assert lazy_standin.counters.lazy_graph_cache_hits == 0
+    assert standin_counters().lazy_graph_compilations == 0
+    assert standin_counters().lazy_graph_cache_hits == 0
 
 
 def test_monitor_logs_compilations(standin: Any, tmp_path: Any) -> None:
@@ -263,13 +265,13 @@ def test_monitor_logs_compilations(standin: Any, tmp_path: Any) -> None:
 
 def test_throughput_monitor_synchronizes_and_skips_warmup(standin: Any, tmp_path: Any) -> None:
     monitor = HPUThroughputMonitor(batch_size_fn=lambda batch: batch[0].shape[0], warmup_steps=2, window_size=2)
-    syncs = standin.counters.synchronizes
+    syncs = standin_counters().synchronizes
     model = RegressionModel()
     model.flops_per_batch = 10  # type: ignore[attr-defined]
     spy = MetricsSpy()
     trainer = _trainer(tmp_path, max_steps=6, limit_val_batches=0, callbacks=[monitor], log_every_n_steps=1, logger=spy)
     trainer.fit(model)
-    assert standin.counters.synchronizes >= syncs + 6
+    assert standin_counters().synchronizes >= syncs + 6
     batches = [m["train/batches"] for m in spy.metrics if "train/batches" in m]
     assert batches == [1, 2, 3, 4]  # 6 steps, the first 2 left out
     assert any("train/device/samples_per_sec" in m for m in spy.metrics)
@@ -328,20 +330,32 @@ def test_compile_example_runs_on_the_standin(python_executable: str) -> None:
 def test_bridge_counts_lazy_compilations_with_its_graph_compilation_metric(monkeypatch: pytest.MonkeyPatch) -> None:
     import types
 
-    from lightning_hpu.runtime import require_backend, reset_backend
+    from lightning_hpu.runtime import require_backend
+    from tests.standin import reset_backend
     from tests.test_runtime import _fake_bridge
 
     _fake_bridge(monkeypatch, [])
     asked: list[str] = []
     stats = [[("TotalNumber", 3), ("TotalTime", 10)]]
     metric = types.SimpleNamespace(stats=lambda: stats[0])
+
+    @contextlib.contextmanager
+    def metric_localcontext(name: str) -> Iterator[Any]:
+        asked.append(name)
+        yield metric
+
     metrics = types.ModuleType("habana_frameworks.torch.hpu.metrics")
-    metrics.metric_global = lambda name: asked.append(name) or metric  # type: ignore[attr-defined]
+    metrics.metric_localcontext = metric_localcontext  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "habana_frameworks.torch.hpu.metrics", metrics)
     monkeypatch.delenv("LIGHTNING_HPU_BACKEND", raising=False)
     reset_backend()
     backend = require_backend()
+    backend.watch_graph_compilations(True)  # lazy mode: the bridge's local metric counts while watched
     assert backend.graph_compilation_count() == 3
     stats[0] = [("TotalNumber", 5)]
     assert backend.graph_compilation_count() == 5
+    backend.watch_graph_compilations(False)
+    stats[0] = [("TotalNumber", 2)]
+    backend.watch_graph_compilations(True)  # a new window adds to what the closed ones counted
+    assert backend.graph_compilation_count() == 7
     assert asked == ["graph_compilation", "graph_compilation"]

@@ -21,9 +21,9 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.distributed import ReduceOp
 
-from lightning_hpu.runtime.standin import process_group as cpu_process_group
-from lightning_hpu.runtime.standin.graphs import StandInGraph, capture_active, standin_capture
-from lightning_hpu.runtime.standin.process_group import (
+from gaudi_standin import process_group as cpu_process_group
+from gaudi_standin.graphs import StandInGraph, capture_active, standin_capture
+from gaudi_standin.process_group import (
     CAPTURE_REFUSED_MESSAGE,
     DTYPE_REFUSED_MESSAGE,
     HCCL_REFUSED_MESSAGE,

@@ -25,8 +25,9 @@ from lightning.pytorch.strategies import StrategyRegistry
 from lightning.pytorch.utilities.exceptions import MisconfigurationException
 
 from lightning_hpu import HPUAccelerator, HPUDeepSpeedStrategy
-from lightning_hpu.runtime import get_backend, reset_backend
-from lightning_hpu.runtime.standin import CPUStandInBackend
+from lightning_hpu.runtime import bridge_emulated, get_backend
+from tests.standin import reset_backend
+from gaudi_standin import runtime as standin_runtime
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "deepspeed_zero.py"
@@ -77,7 +78,7 @@ def _trainer(strategy: HPUDeepSpeedStrategy | str, **kwargs: object) -> Trainer:
 
 # --- names, connector, refusals (no training) ------------------------------------------------------
 def test_registered_names_select_the_documented_zero_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The stand-in's habana_frameworks emulation sets it at start-up too: the strategy must set it on its own.
+    # Unset, as on a fresh Gaudi: the strategy sets it on its own.
     monkeypatch.delenv("DS_ACCELERATOR", raising=False)
     expected = {
         "hpu_deepspeed": (2, False, False),
@@ -102,13 +103,13 @@ def test_registered_names_select_the_documented_zero_settings(monkeypatch: pytes
     assert isinstance(trainer.strategy, HPUDeepSpeedStrategy)
     assert isinstance(trainer.precision_plugin, DeepSpeedPrecision)
     assert trainer.precision_plugin.precision == "bf16-mixed"
-    assert os.environ["DS_ACCELERATOR"] == "cpu"
+    assert os.environ["DS_ACCELERATOR"] == "hpu"  # what a Gaudi gets; the stand-in gives DeepSpeed its hpu accelerator
 
 
 def test_refuses_what_the_device_cannot_run(standin: object, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # fp16 is refused on a first-generation Gaudi, for training and for inference, when the Trainer is built.
     monkeypatch.setenv("LIGHTNING_HPU_CPU_DEVICE_NAME", "GAUDI")
-    from lightning_hpu.runtime import reset_backend
+    from tests.standin import reset_backend
 
     reset_backend()
     with pytest.raises(ValueError, match="fp16 precision needs Gaudi2"):
@@ -164,9 +165,8 @@ def test_zero_stage_in_bf16_decreases_the_loss(stage: int, lazy_mode: None) -> N
     assert len(model.losses) == steps
     assert sum(model.losses[-4:]) < 0.5 * sum(model.losses[:4])
     # A lazy step is marked after every DeepSpeed backward and every DeepSpeed optimizer step.
-    backend = get_backend()
-    if isinstance(backend, CPUStandInBackend):
-        assert backend.counters.mark_steps == 2 * steps
+    if bridge_emulated():
+        assert standin_runtime.current().counters.mark_steps == 2 * steps
 
 
 def test_fp16_trains_under_deepspeed_where_the_generation_supports_it(

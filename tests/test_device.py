@@ -19,7 +19,8 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_hpu import HPUAccelerator
-from lightning_hpu.runtime import get_backend, reset_backend
+from lightning_hpu.runtime import get_backend, require_backend
+from tests.standin import reset_backend
 
 HPU0 = torch.device("hpu", 0)
 MIXED = "Expected all tensors to be on the same device"
@@ -103,7 +104,7 @@ def test_memory_statistics_count_the_bytes_of_live_tensors(standin: Any) -> None
 def test_memory_beyond_the_emulated_hbm_is_out_of_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LIGHTNING_HPU_CPU_DEVICE_NAME", "GAUDI")  # 32 GiB
     reset_backend()
-    get_backend()
+    require_backend()
     with pytest.raises(torch.OutOfMemoryError, match="HPU out of memory"):
         torch.empty(33 * 2**30, dtype=torch.uint8, device="hpu")
 
@@ -219,7 +220,7 @@ def test_a_cpu_backward_before_any_hpu_work_leaves_hpu_autograd_working(python_e
     env = {**os.environ, "LIGHTNING_HPU_BACKEND": "cpu"}
     done = subprocess.run([python_executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split() == ["hpu:0", "hpu", "lightning_hpu.runtime.standin.emulation.hpu"], done.stdout
+    assert done.stdout.split() == ["hpu:0", "hpu", "gaudi_standin.bridge.hpu"], done.stdout
     # Without the start-up loading, the same script is refused in one sentence saying what to do.
     env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from lightning_hpu import env_report
-from lightning_hpu.runtime import reset_backend
+from tests.standin import reset_backend
 
 ROOT = Path(__file__).resolve().parents[1]
 

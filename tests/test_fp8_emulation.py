@@ -17,7 +17,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_hpu import HPUDeepSpeedPrecisionPlugin, HPUPrecisionPlugin
 from lightning_hpu.runtime import settings
-from lightning_hpu.runtime.standin.emulation import transformer_engine as te
+from gaudi_standin.bridge import transformer_engine as te
 
 E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
 
@@ -107,7 +107,7 @@ def test_bad_recipes_and_a_first_generation_gaudi_are_refused(standin: Any, monk
     with pytest.raises(ValueError, match="tensor parallelism"):
         te.Linear(4, 4, tp_size=2)
     monkeypatch.setenv(settings.CPU_DEVICE_NAME_ENV, "GAUDI")
-    from lightning_hpu.runtime import reset_backend
+    from tests.standin import reset_backend
 
     reset_backend()
     assert te.fp8.is_fp8_available() == (False, "FP8 not supported on Gaudi, Gaudi2 or higher required")

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 import torch
 
+from tests.standin import counters as standin_counters
 from lightning_hpu import clip_grad_norm, fused_adamw, fused_sgd
-from lightning_hpu.runtime.standin.optimizers import FusedAdamW, FusedSGD
+from gaudi_standin.optimizers import FusedAdamW, FusedSGD
 
 
 def _params() -> list[torch.nn.Parameter]:
@@ -109,7 +110,7 @@ def test_fused_adamw_without_bias_correction_steps_by_lr(standin: Any) -> None:
 
 
 def test_fused_optimizers_mark_steps_in_lazy_mode(lazy_standin: Any) -> None:
-    counters = lazy_standin.counters
+    counters = standin_counters()
     params = _params()
     two_groups = FusedAdamW([{"params": params[:1]}, {"params": params[1:]}])
     counters.reset()

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-import _lightning_hpu_emulation as hook
+import gaudi_standin.startup as hook
 from lightning_hpu.runtime import MEMORY_STAT_KEYS, bridge_installed
 
 TESTS = Path(__file__).parent
@@ -144,13 +144,17 @@ def test_the_start_up_hook_installs_the_emulation_only_for_the_stand_in() -> Non
 @pytest.fixture
 def private_meta_path(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """A copy of ``sys.meta_path`` without the emulation's finder, restored after the test."""
-    path = [finder for finder in sys.meta_path if not isinstance(finder, hook.EmulationFinder)]
+    path = [
+        finder
+        for finder in sys.meta_path
+        if not isinstance(finder, (hook.EmulationFinder, hook.AfterImportHook))
+    ]
     monkeypatch.setattr(sys, "meta_path", path)
     monkeypatch.delenv("DS_ACCELERATOR", raising=False)
     return path
 
 
-def test_the_hook_needs_the_stand_in_and_points_deepspeed_at_the_cpu(
+def test_the_hook_needs_the_stand_in_and_follows_deepspeeds_accelerator_module(
     private_meta_path: list[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LIGHTNING_HPU_BACKEND", "hpu")
@@ -159,9 +163,11 @@ def test_the_hook_needs_the_stand_in_and_points_deepspeed_at_the_cpu(
     monkeypatch.setenv("LIGHTNING_HPU_BACKEND", "cpu")
     assert hook.install_if_requested() is True
     assert isinstance(private_meta_path[-1], hook.EmulationFinder)  # last: behind every real finder
-    assert os.environ["DS_ACCELERATOR"] == "cpu"
+    assert isinstance(private_meta_path[0], hook.AfterImportHook)  # first, for DeepSpeed's one module
+    assert "DS_ACCELERATOR" not in os.environ  # DeepSpeed chooses as on a Gaudi; the hook answers for "hpu"
     assert hook.install_if_requested() is True
     assert sum(isinstance(f, hook.EmulationFinder) for f in private_meta_path) == 1
+    assert sum(isinstance(f, hook.AfterImportHook) for f in private_meta_path) == 1
 
 
 def test_a_real_bridge_is_never_shadowed_nor_mistaken_for_the_emulation(

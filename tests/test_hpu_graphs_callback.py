@@ -67,7 +67,7 @@ def _fit(
 
 def test_switch_gives_the_same_metrics_as_an_unwrapped_run(lazy_standin) -> None:
     plain, plain_metrics = _fit([])
-    lazy_standin.counters.reset()
+    standin_counters().reset()
     graphed, graphed_metrics = _fit([HPUGraphs(max_graphs=4)])
 
     assert set(plain_metrics) == {"val_loss", "val_acc"}
@@ -78,7 +78,7 @@ def test_switch_gives_the_same_metrics_as_an_unwrapped_run(lazy_standin) -> None
     # Predictions kept across validation steps were not overwritten by later replays.
     for a, b in zip(plain.predictions, graphed.predictions, strict=True):
         torch.testing.assert_close(a, b)
-    counters = lazy_standin.counters
+    counters = standin_counters()
     # Two training shapes (8 and 4 rows) and two validation shapes were captured; everything else replayed.
     assert counters.graph_cache_inserts == 4
     assert counters.graph_cache_hits == 2 * 16 - 4
@@ -95,8 +95,8 @@ def test_switch_with_gradient_accumulation_matches_unwrapped(lazy_standin) -> No
 
 def test_switch_graphs_named_submodules_only(lazy_standin) -> None:
     _, metrics = _fit([HPUGraphs(modules=["net.0"], eval=False)])
-    assert lazy_standin.counters.graph_cache_inserts == 2
-    assert lazy_standin.counters.graph_cache_uncached == 0
+    assert standin_counters().graph_cache_inserts == 2
+    assert standin_counters().graph_cache_uncached == 0
     assert metrics["val_loss"] > 0
 
 
@@ -116,7 +116,8 @@ def test_switch_refusals(lazy_standin, monkeypatch) -> None:
     with pytest.raises(HPUGraphsUnavailableError, match="hooks"):
         trainer.fit(hooked, _loader())
 
-    from lightning_hpu.runtime import reset_backend
+    from tests.standin import counters as standin_counters
+    from tests.standin import reset_backend
 
     monkeypatch.setenv("PT_HPU_LAZY_MODE", "0")
     reset_backend()
@@ -137,7 +138,7 @@ class SyncsOnTheHost(Classifier):
 
 
 def test_a_failed_fit_leaves_the_module_eager_and_refittable(lazy_standin) -> None:
-    from lightning_hpu.runtime.standin.graphs import HostSyncInCaptureError
+    from gaudi_standin.graphs import HostSyncInCaptureError
 
     model = SyncsOnTheHost()
     trainer = Trainer(
@@ -148,14 +149,14 @@ def test_a_failed_fit_leaves_the_module_eager_and_refittable(lazy_standin) -> No
         trainer.fit(model, _loader())
     graphing = {"forward", "clear_cache", "clear_inputs", "orig_forward", "set_iteration_count", "graph_cacher"}
     assert graphing.isdisjoint(model.__dict__)  # no graphed forward, caches or helpers left
-    captures = lazy_standin.counters.graph_captures
+    captures = standin_counters().graph_captures
     model.train()
     assert model(torch.randn(8, 8)).shape == (8, 3)  # runs eagerly: nothing captured
-    assert lazy_standin.counters.graph_captures == captures
+    assert standin_counters().graph_captures == captures
 
     model.sync = False
     graphed, metrics = _fit([HPUGraphs(max_graphs=4)], model=model)
-    assert metrics["val_loss"] > 0 and lazy_standin.counters.graph_cache_inserts > 0
+    assert metrics["val_loss"] > 0 and standin_counters().graph_cache_inserts > 0
     assert "forward" not in graphed.__dict__
 
 

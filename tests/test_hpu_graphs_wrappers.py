@@ -10,13 +10,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from gaudi_standin import runtime as standin_runtime
 from lightning_hpu.hpu_graphs import (
     HPUGraphsUnavailableError,
     ModuleCacher,
     make_graphed_callables,
     wrap_in_hpu_graph,
 )
-from lightning_hpu.runtime.standin.graph_caches import HPUGraphDtypeWarning
+from gaudi_standin.graph_caches import HPUGraphDtypeWarning
 
 
 def _mlp(seed: int = 0) -> nn.Module:
@@ -45,8 +46,8 @@ def test_make_graphed_callables_trains_like_eager(lazy_standin) -> None:
     _train(graphed, batches)
     for a, b in zip(eager.parameters(), graphed.parameters(), strict=True):
         torch.testing.assert_close(a, b)
-    assert lazy_standin.counters.graph_captures == 2  # one forward graph, one backward graph
-    assert lazy_standin.counters.graph_replays == 2 * len(batches)
+    assert standin_counters().graph_captures == 2  # one forward graph, one backward graph
+    assert standin_counters().graph_replays == 2 * len(batches)
 
 
 def test_make_graphed_callables_checks_the_bridge_rules(lazy_standin) -> None:
@@ -79,7 +80,7 @@ def test_make_graphed_callables_refuses_what_the_bridge_autograd_path_refuses(la
         make_graphed_callables(lambda t: (t * 2, t.detach() + 1), (x,), warmups=1)
     with pytest.raises(TypeError, match="tensor or a tuple of tensors"):
         make_graphed_callables(lambda t: {"y": t * 2}, (x,))
-    assert lazy_standin.counters.graph_replays == 0
+    assert standin_counters().graph_replays == 0
 
 
 def test_make_graphed_callables_accepts_what_the_bridge_accepts(lazy_standin) -> None:
@@ -107,7 +108,7 @@ def test_a_full_cache_runs_new_shapes_uncached_and_never_evicts(lazy_standin, ca
     model = ModuleCacher(max_graphs=1)(_mlp()) if cache == "ModuleCacher" else wrap_in_hpu_graph(_mlp(), max_graphs=1)
     first = torch.randn(2, 8)
     held = weakref.ref(first)
-    counters = lazy_standin.counters
+    counters = standin_counters()
     for x in (first, torch.randn(3, 8), torch.randn(2, 8)):
         torch.testing.assert_close(model(x), reference(x))
     assert (counters.graph_cache_inserts, counters.graph_cache_uncached, counters.graph_cache_hits) == (1, 1, 1)
@@ -127,7 +128,7 @@ def test_module_cacher_trains_like_eager_with_a_full_cache(lazy_standin) -> None
     _train(cached, batches)
     for a, b in zip(eager.parameters(), cached.parameters(), strict=True):
         torch.testing.assert_close(a, b)
-    counters = lazy_standin.counters
+    counters = standin_counters()
     # 4 and 6 fill the cache; the 8-row batches run eagerly; 4 and 6 keep replaying.
     assert (counters.graph_cache_inserts, counters.graph_cache_hits, counters.graph_cache_uncached) == (2, 3, 2)
     assert cached.graph_cacher.num_graphs == 2
@@ -149,7 +150,7 @@ def test_module_cacher_keys_on_the_full_arguments_with_defaults(lazy_standin) ->
     cached(x, scale=1.0)  # the default, given
     cached(x=x)  # by name
     cached(x, 1.0)
-    counters = lazy_standin.counters
+    counters = standin_counters()
     assert (counters.graph_cache_inserts, counters.graph_cache_hits) == (1, 3)
     with pytest.raises(TypeError, match="unexpected keyword argument 'sclae'"):
         cached(x, sclae=2.0)
@@ -167,7 +168,7 @@ class _PositionalOnly(nn.Module):
 def test_cache_key_has_view_layout_but_no_dtype(lazy_standin) -> None:
     wrapped = wrap_in_hpu_graph(_mlp().eval())
     reference = _mlp().eval()
-    counters = lazy_standin.counters
+    counters = standin_counters()
     base = torch.randn(8, 8)
     with torch.no_grad():
         wrapped(base)
@@ -199,7 +200,7 @@ def test_module_cacher_replays_a_new_dtype_in_the_captured_one(lazy_standin) -> 
     with pytest.warns(HPUGraphDtypeWarning, match="float64"):
         out = cached(x64)
     out.sum().backward()
-    assert lazy_standin.counters.graph_cache_inserts == 1
+    assert standin_counters().graph_cache_inserts == 1
     assert out.dtype == torch.float32
     for a, b in zip(eager.parameters(), cached.parameters(), strict=True):
         torch.testing.assert_close(a.grad, b.grad)
@@ -207,14 +208,16 @@ def test_module_cacher_replays_a_new_dtype_in_the_captured_one(lazy_standin) -> 
 
 def test_module_cacher_graphs_only_when_lazy_mode_is_exactly_one(lazy_standin, monkeypatch) -> None:
     """The bridge's ModuleCacher checks PT_HPU_LAZY_MODE == "1"; other lazy values run every call uncached."""
-    from lightning_hpu.runtime import get_backend, reset_backend
+    from lightning_hpu.runtime import get_backend
+    from tests.standin import counters as standin_counters
+    from tests.standin import reset_backend
 
     monkeypatch.setenv("PT_HPU_LAZY_MODE", "2")
     reset_backend()
     assert get_backend().is_lazy()
     model = ModuleCacher(max_graphs=2)(_mlp())
     model(torch.randn(3, 8)).sum().backward()
-    counters = get_backend().counters
+    counters = standin_runtime.current().counters
     assert (counters.graph_cache_inserts, counters.graph_cache_uncached) == (0, 1)
 
 
@@ -225,7 +228,7 @@ def test_module_cacher_counts_micro_batches_from_zero(lazy_standin) -> None:
     model(x).sum().backward()
     model.set_iteration_count(1)
     model(x).sum().backward()
-    counters = lazy_standin.counters
+    counters = standin_counters()
     assert (counters.graph_cache_inserts, counters.graph_cache_hits) == (2, 0)
     model.set_iteration_count(0)
     model(x).sum().backward()
@@ -262,10 +265,10 @@ def test_module_cacher_caches_only_training_with_grad(lazy_standin) -> None:
     model.train()
     with torch.no_grad():
         model(x)
-    assert lazy_standin.counters.graph_cache_inserts == 0
-    assert lazy_standin.counters.graph_cache_uncached == 2
+    assert standin_counters().graph_cache_inserts == 0
+    assert standin_counters().graph_cache_uncached == 2
     model(x).sum().backward()
-    assert lazy_standin.counters.graph_cache_inserts == 1
+    assert standin_counters().graph_cache_inserts == 1
 
 
 def test_module_cacher_lfu_keeps_the_most_frequent_shapes(lazy_standin) -> None:
@@ -276,7 +279,7 @@ def test_module_cacher_lfu_keeps_the_most_frequent_shapes(lazy_standin) -> None:
     model.capture_end()
     model(torch.randn(2, 8))
     model(torch.randn(3, 8))
-    assert lazy_standin.counters.graph_cache_inserts == 1  # only the 3-row shape, seen most often
+    assert standin_counters().graph_cache_inserts == 1  # only the 3-row shape, seen most often
 
 
 def test_module_cacher_handles_keyword_and_structured_outputs(lazy_standin) -> None:
@@ -295,7 +298,7 @@ def test_module_cacher_handles_keyword_and_structured_outputs(lazy_standin) -> N
     first = cached(torch.ones(2, 4), scale=2.0)
     torch.testing.assert_close(first["out"].detach(), reference["out"])
     cached(torch.ones(2, 4), scale=3.0)  # a new non-tensor value is a new key
-    assert lazy_standin.counters.graph_cache_inserts == 2
+    assert standin_counters().graph_cache_inserts == 2
     with pytest.raises(ValueError, match="max_graphs"):
         ModuleCacher(max_graphs=0)
 
@@ -304,7 +307,7 @@ def test_wrap_in_hpu_graph_replays_known_shapes_and_clear_cache_makes_room(lazy_
     model = _mlp().eval()
     reference = _mlp().eval()
     wrapped = wrap_in_hpu_graph(model, max_graphs=2)
-    counters = lazy_standin.counters
+    counters = standin_counters()
     first = torch.randn(3, 8)
     held = weakref.ref(first)
     with torch.no_grad():
@@ -352,4 +355,4 @@ def test_wrap_in_hpu_graph_without_tensor_cache_keeps_its_own_buffers(lazy_stand
         assert held() is None  # the graph copied the keyword argument into a buffer of its own
         x = torch.randn(3, 8)
         torch.testing.assert_close(wrapped(input=x), reference(x))
-    assert lazy_standin.counters.graph_cache_hits == 1
+    assert standin_counters().graph_cache_hits == 1

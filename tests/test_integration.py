@@ -23,7 +23,8 @@ from lightning_hpu import (
 )
 from lightning_hpu.fabric.precision import HPUPrecision
 from lightning_hpu.fabric.strategies import SingleHPUStrategy as FabricSingleHPUStrategy
-from lightning_hpu.runtime import reset_backend
+from tests.standin import counters as standin_counters
+from tests.standin import reset_backend
 
 
 def _trainer(**kwargs: Any) -> Trainer:
@@ -131,11 +132,11 @@ def test_fabric_uses_hpu_strategy_precision_and_marks_steps(lazy_standin: Any) -
     model, optimizer = fabric.setup(model, optimizer)
     output = model(torch.randn(2, 4, device=fabric.device))
     assert inner_dtypes == [torch.bfloat16]  # autocast really ran the layer in bf16
-    before = lazy_standin.counters.mark_steps
+    before = standin_counters().mark_steps
     fabric.backward(output.float().sum())
-    assert lazy_standin.counters.mark_steps == before + 1
+    assert standin_counters().mark_steps == before + 1
     optimizer.step()
-    assert lazy_standin.counters.mark_steps == before + 2
+    assert standin_counters().mark_steps == before + 2
 
 
 def test_integration_refuses_a_lightning_without_the_expected_internals() -> None:

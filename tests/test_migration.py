@@ -25,7 +25,7 @@ from lightning_hpu import (
     SingleHPUStrategy,
 )
 from lightning_hpu.fabric.fsdp_precision import HPUFSDPPrecision as FabricHPUFSDPPrecision
-from lightning_hpu.runtime.standin.emulation import transformer_engine as te
+from gaudi_standin.bridge import transformer_engine as te
 from tests.test_fp8 import inc  # noqa: F401 (the recording INC fixture)
 
 PLUGINS = [

@@ -107,7 +107,7 @@ def _check_rank(report: dict[str, Any], module: int, lazy: bool) -> None:
     fp8 = report["fp8"]
     assert fp8["max_diff_between_ranks"] == 0.0 and fp8["scale_diff_between_ranks"] == 0.0
     assert fp8["scales"] != [1.0, 1.0, 1.0], "the scales follow the amaxes"
-    assert ("lightning_hpu.runtime.standin.emulation.te_fp8", "all_reduce", "RedOpType.MAX", "torch.float32") in {
+    assert ("gaudi_standin.bridge.te_fp8", "all_reduce", "RedOpType.MAX", "torch.float32") in {
         tuple(entry) for entry in report["python_collectives"]
     }
 

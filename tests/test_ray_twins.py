@@ -54,7 +54,7 @@ def ray_worker(monkeypatch: pytest.MonkeyPatch, standin: Any) -> dict[str, list[
     assigned: dict[str, list[str]] = {"HPU": ["1"]}
     monkeypatch.setattr(ray.train, "get_context", lambda: context)
     monkeypatch.setattr(ray, "get_runtime_context", lambda: SimpleNamespace(get_accelerator_ids=lambda: assigned))
-    from lightning_hpu.runtime import reset_backend
+    from tests.standin import reset_backend
 
     reset_backend()
     return assigned

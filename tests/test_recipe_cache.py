@@ -13,15 +13,17 @@ import pytest
 import torch
 from lightning.pytorch import Trainer
 
+from gaudi_standin import runtime as standin_runtime
 from lightning_hpu import HPUAccelerator, HPUCompile, HPURecompileMonitor, RecipeCache
-from lightning_hpu.runtime import get_backend, reset_backend
+from lightning_hpu.runtime import get_backend
+from tests.standin import reset_backend
 from lightning_hpu.runtime.recipe_cache import (
     RECIPE_CACHE_CONFIG_ENV,
     RECIPE_CACHE_PATH_ENV,
     apply_recipe_cache_from_env,
     filesystem_type,
 )
-from lightning_hpu.runtime.standin.recipe_store import active_store
+from gaudi_standin.recipe_store import active_store
 from tests.helpers import RegressionModel, quiet_trainer_kwargs
 
 
@@ -61,7 +63,7 @@ def _run(tmp_path: Path, cache: Path, model: RegressionModel, compile: bool) -> 
         **quiet_trainer_kwargs(tmp_path),
     )
     trainer.fit(model)
-    counters = get_backend().counters  # type: ignore[union-attr]
+    counters = standin_runtime.current().counters
     compiled = counters.lazy_graph_compilations if get_backend().is_lazy() else counters.compiled_recipes  # type: ignore[union-attr]
     return compiled, monitor.total
 
@@ -106,7 +108,7 @@ def _run_without_cache(tmp_path: Path) -> int:
         **quiet_trainer_kwargs(tmp_path),
     )
     trainer.fit(Wide())
-    return get_backend().counters.compiled_recipes  # type: ignore[union-attr]
+    return standin_runtime.current().counters.compiled_recipes  # type: ignore[union-attr]
 
 
 def test_delete_at_start_empties_the_cache_on_local_rank_zero_only(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.machinery
 import re
 import subprocess
 import sys
@@ -17,19 +18,23 @@ from lightning_hpu.runtime import (
     get_backend,
     hpu_available,
     require_backend,
-    reset_backend,
 )
-from lightning_hpu.runtime.standin import CPUStandInBackend
+from tests.standin import reset_backend
+from gaudi_standin import runtime as standin_runtime
+from lightning_hpu.runtime.bridge import BridgeBackend
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "lightning_hpu"
 
 
-def test_stand_in_is_chosen_by_the_variable(standin: CPUStandInBackend) -> None:
-    assert isinstance(standin, CPUStandInBackend)
-    assert standin.device_count() == 1
-    assert standin.device_name() == "GAUDI2"
-    assert standin.torch_device() == torch.device("hpu", 0)
-    assert standin.process_group_backend == "hccl"
+def test_stand_in_is_chosen_by_the_variable(standin: BridgeBackend) -> None:
+    backend = get_backend()
+    assert backend is standin and isinstance(backend, BridgeBackend)  # the Gaudi backend, driving the stand-in's habana_frameworks
+    assert backend.device_count() == 1
+    assert backend.device_name() == "GAUDI2"
+    assert backend.torch_device() == torch.device("hpu")
+    assert torch.ones(1, device=backend.torch_device()).device == torch.device("hpu", 0)
+    assert standin_runtime.current().torch_device() == torch.device("hpu", 0)
+    assert backend.process_group_backend == "hccl"
 
 
 def test_without_gaudi_or_variable_hpu_is_unavailable_with_one_clear_sentence(no_hpu: None) -> None:
@@ -52,7 +57,7 @@ def test_bad_variables_are_named(monkeypatch: pytest.MonkeyPatch, variable: str,
     monkeypatch.setenv(variable, value)
     reset_backend()
     with pytest.raises(ValueError, match=re.escape(named)):
-        get_backend()
+        require_backend()
 
 
 def test_emulated_count_and_generation(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -70,22 +75,22 @@ def test_mark_step_is_counted_in_lazy_mode_only(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("PT_HPU_LAZY_MODE", "1")
     reset_backend()
     lazy = require_backend()
-    assert isinstance(lazy, CPUStandInBackend)
+    assert isinstance(lazy, BridgeBackend)
     assert lazy.is_lazy()
     lazy.mark_step()
     lazy.mark_step()
-    assert lazy.counters.mark_steps == 2
+    assert standin_runtime.current().counters.mark_steps == 2
 
     monkeypatch.setenv("PT_HPU_LAZY_MODE", "0")
     reset_backend()
     eager = require_backend()
-    assert isinstance(eager, CPUStandInBackend)
+    assert isinstance(eager, BridgeBackend)
     assert not eager.is_lazy()
     eager.mark_step()
-    assert eager.counters.mark_steps == 0
+    assert standin_runtime.current().counters.mark_steps == 0
 
 
-def test_memory_stats_have_the_bridge_keys_and_track_the_peak(standin: CPUStandInBackend) -> None:
+def test_memory_stats_have_the_bridge_keys_and_track_the_peak(standin: BridgeBackend) -> None:
     small = torch.ones(1024, dtype=torch.uint8, device=standin.torch_device())
     stats = standin.memory_stats()
     assert tuple(stats) == MEMORY_STAT_KEYS
@@ -119,6 +124,9 @@ def _fake_bridge(monkeypatch: pytest.MonkeyPatch, calls: list[str]) -> None:
         return call
 
     root = types.ModuleType("habana_frameworks")
+    root.__spec__ = importlib.machinery.ModuleSpec(
+        "habana_frameworks", None, origin="/usr/local/lib/python3.10/dist-packages/habana_frameworks/__init__.py"
+    )
     torch_pkg = types.ModuleType("habana_frameworks.torch")
     core = types.ModuleType("habana_frameworks.torch.core")
     core.mark_step = recorder("mark_step")  # type: ignore[attr-defined]

@@ -21,7 +21,8 @@ from lightning_hpu import (
 from lightning_hpu.fabric.fsdp_precision import HPUFSDPPrecision
 from lightning_hpu.fabric.strategies import HPUFSDPStrategy as FabricHPUFSDPStrategy
 from lightning_hpu.fabric.strategies import HPUModelParallelStrategy as FabricHPUModelParallelStrategy
-from lightning_hpu.runtime import HPUConfigurationError, require_backend, reset_backend
+from lightning_hpu.runtime import HPUConfigurationError, require_backend
+from tests.standin import reset_backend
 
 
 def _trainer(**kwargs: Any) -> Trainer:

@@ -9,7 +9,9 @@ import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
 
 from lightning_hpu import HPUAccelerator, HPUCheckpointIO, SingleHPUStrategy
-from lightning_hpu.runtime.standin import CPUStandInBackend
+from gaudi_standin import runtime as standin_runtime
+from lightning_hpu.runtime.bridge import BridgeBackend
+from tests.standin import counters as standin_counters
 
 from .helpers import RegressionModel, quiet_trainer_kwargs
 
@@ -17,12 +19,12 @@ from .helpers import RegressionModel, quiet_trainer_kwargs
 class MarkStepProbe(Callback):
     """Reads the stand-in's mark_step counter at the hooks around backward, optimizer step and evaluation."""
 
-    def __init__(self, backend: CPUStandInBackend) -> None:
+    def __init__(self, backend: Any) -> None:
         self.backend = backend
         self.events: list[tuple[str, int]] = []
 
     def _record(self, name: str) -> None:
-        self.events.append((name, self.backend.counters.mark_steps))
+        self.events.append((name, standin_counters().mark_steps))
 
     def on_train_batch_start(self, *args: Any) -> None:
         self._record("batch_start")
@@ -48,7 +50,7 @@ def _deltas(events: list[tuple[str, int]]) -> list[tuple[str, int]]:
     return [(name, count - events[i - 1][1]) for i, (name, count) in enumerate(events) if i > 0]
 
 
-def test_mark_step_after_backward_and_after_optimizer_step(lazy_standin: CPUStandInBackend, tmp_path: Any) -> None:
+def test_mark_step_after_backward_and_after_optimizer_step(lazy_standin: Any, tmp_path: Any) -> None:
     probe = MarkStepProbe(lazy_standin)
     trainer = Trainer(
         accelerator=HPUAccelerator(),
@@ -70,7 +72,7 @@ def test_mark_step_after_backward_and_after_optimizer_step(lazy_standin: CPUStan
 
 
 def test_gradient_accumulation_marks_every_backward_but_steps_once(
-    lazy_standin: CPUStandInBackend, tmp_path: Any
+    lazy_standin: Any, tmp_path: Any
 ) -> None:
     probe = MarkStepProbe(lazy_standin)
     trainer = Trainer(
@@ -89,7 +91,7 @@ def test_gradient_accumulation_marks_every_backward_but_steps_once(
 
 
 class ManualModel(RegressionModel):
-    def __init__(self, backend: CPUStandInBackend) -> None:
+    def __init__(self, backend: Any) -> None:
         super().__init__()
         self.automatic_optimization = False
         self.backend = backend
@@ -99,36 +101,36 @@ class ManualModel(RegressionModel):
         optimizer = self.optimizers()
         x, y = batch
         loss = torch.nn.functional.mse_loss(self(x), y)
-        start = self.backend.counters.mark_steps
+        start = standin_counters().mark_steps
         self.manual_backward(loss)
-        self.counts.append(self.backend.counters.mark_steps - start)
+        self.counts.append(standin_counters().mark_steps - start)
         optimizer.step()  # type: ignore[union-attr]
         optimizer.zero_grad()  # type: ignore[union-attr]
-        self.counts.append(self.backend.counters.mark_steps - start)
+        self.counts.append(standin_counters().mark_steps - start)
         return loss
 
 
-def test_manual_optimization_marks_backward_and_step(lazy_standin: CPUStandInBackend, tmp_path: Any) -> None:
+def test_manual_optimization_marks_backward_and_step(lazy_standin: Any, tmp_path: Any) -> None:
     model = ManualModel(lazy_standin)
     Trainer(accelerator="hpu", max_steps=2, limit_val_batches=0, **quiet_trainer_kwargs(tmp_path)).fit(model)
     assert model.counts == [1, 2, 1, 2]
 
 
-def test_evaluation_steps_are_wrapped_in_mark_steps(lazy_standin: CPUStandInBackend, tmp_path: Any) -> None:
+def test_evaluation_steps_are_wrapped_in_mark_steps(lazy_standin: Any, tmp_path: Any) -> None:
     probe = MarkStepProbe(lazy_standin)
     trainer = Trainer(accelerator="hpu", limit_val_batches=2, callbacks=[probe], **quiet_trainer_kwargs(tmp_path))
     trainer.validate(RegressionModel())
     assert _deltas(probe.events) == [("val_end", 2), ("val_start", 0), ("val_end", 2)]
-    before = lazy_standin.counters.mark_steps
+    before = standin_counters().mark_steps
     trainer.test(RegressionModel(), verbose=False)
-    tested = lazy_standin.counters.mark_steps - before
+    tested = standin_counters().mark_steps - before
     predictions = trainer.predict(RegressionModel())
     assert predictions is not None and len(predictions) == 8
     assert tested == 2 * 8
-    assert lazy_standin.counters.mark_steps - before - tested == 2 * 8
+    assert standin_counters().mark_steps - before - tested == 2 * 8
 
 
-def test_pipelining_marks_between_forward_and_backward(lazy_standin: CPUStandInBackend, tmp_path: Any) -> None:
+def test_pipelining_marks_between_forward_and_backward(lazy_standin: Any, tmp_path: Any) -> None:
     probe = MarkStepProbe(lazy_standin)
     strategy = SingleHPUStrategy(pipeline_forward_backward=True)
     trainer = Trainer(
@@ -141,14 +143,16 @@ def test_pipelining_marks_between_forward_and_backward(lazy_standin: CPUStandInB
 
 def test_eager_mode_marks_no_steps(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     monkeypatch.setenv("PT_HPU_LAZY_MODE", "0")
-    from lightning_hpu.runtime import require_backend, reset_backend
+    from lightning_hpu.runtime import require_backend
+    from tests.standin import counters as standin_counters
+    from tests.standin import reset_backend
 
     reset_backend()
     trainer = Trainer(accelerator="hpu", max_steps=3, limit_val_batches=0, **quiet_trainer_kwargs(tmp_path))
     trainer.fit(RegressionModel())
     backend = require_backend()
-    assert isinstance(backend, CPUStandInBackend)
-    assert backend.counters.mark_steps == 0
+    assert isinstance(backend, BridgeBackend)
+    assert standin_runtime.current().counters.mark_steps == 0
 
 
 def _weights(model: LightningModule) -> list[torch.Tensor]:

@@ -26,7 +26,8 @@ from lightning_hpu import HPUDeepSpeedStrategy, HPUParallelStrategy, HPUPrecisio
 from lightning_hpu.fabric.deepspeed import HPUDeepSpeedStrategy as FabricHPUDeepSpeedStrategy
 from lightning_hpu.fabric.precision import HPUPrecision
 from lightning_hpu.fabric.strategies import HPUParallelStrategy as FabricHPUParallelStrategy
-from lightning_hpu.runtime import HPUConfigurationError, reset_backend, settings
+from lightning_hpu.runtime import HPUConfigurationError, settings
+from tests.standin import reset_backend
 from lightning_hpu.strategies.hccl import GAUDI_DDP_DEFAULTS
 from lightning_hpu.strategies.lazy_mode import FabricHPUStrategyHooks, HPUStrategyHooks
 from tests.test_fp8 import make_fake_engine
@@ -224,7 +225,7 @@ def test_profiler_hpu_gives_the_hpu_profiler_and_lightnings_names_still_work() -
 @pytest.mark.parametrize("owner", ["Trainer", "Fabric"])
 @pytest.mark.parametrize("precision", ["transformer-engine", "transformer-engine-float16"])
 def test_transformer_engine_reaches_the_hpu_fp8_path(owner: str, precision: str, standin: Any) -> None:
-    from lightning_hpu.runtime.standin.emulation import transformer_engine
+    from gaudi_standin.bridge import transformer_engine
 
     plugin = _build(owner, "auto", precision=precision).precision_plugin if owner == "Trainer" else None
     if plugin is None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import torch
@@ -150,6 +151,12 @@ def hpu_backend(graph: torch.fx.GraphModule, example_inputs: list[Any], **kwargs
         bw_compiler=_counting_compiler("backward"),
         keep_inference_input_mutations=bool(options.get("keep_input_mutations", True)),
     )(graph, example_inputs)
+
+
+def register_with(registry: ModuleType) -> None:
+    """Register ``hpu_backend`` in TorchDynamo's backend registry as it finishes loading (the stand-in's import hook)."""
+    if BACKEND_NAME not in registry._COMPILER_FNS:
+        registry.register_backend(compiler_fn=hpu_backend, name=BACKEND_NAME)
 
 
 def register_hpu_backend() -> None:

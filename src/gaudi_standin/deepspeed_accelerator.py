@@ -5,9 +5,9 @@ does not have. Its CPU accelerator has the host kernels the stand-in needs (ZeRO
 but it puts every model and buffer on ``"cpu"``. :func:`install` gives DeepSpeed that CPU accelerator under the
 HPU's name: the engine's device, the tensors it creates and the memory it reports are the stand-in's ``hpu``
 device, its collectives go through the ``"hccl"`` process group, and everything else is the CPU accelerator's.
-The stand-in's import hook calls :func:`choose_on_first_use` once DeepSpeed's accelerator module has loaded, so any
-program that uses DeepSpeed on the stand-in (``DS_ACCELERATOR=cpu``, set by the hook) gets it, as a Gaudi program gets
-DeepSpeed's HPU accelerator.
+The stand-in's import hook calls :func:`choose_on_first_use` once DeepSpeed's accelerator module has loaded, so a
+program that uses DeepSpeed on the stand-in with ``DS_ACCELERATOR=hpu`` (or unset: DeepSpeed would detect the HPU)
+gets it, as a Gaudi program gets DeepSpeed's HPU accelerator.
 """
 
 from __future__ import annotations
@@ -144,13 +144,14 @@ def install() -> Any:
 
 
 def choose_on_first_use(real_accelerator: ModuleType) -> None:
-    """Wrap DeepSpeed's ``get_accelerator`` so that its first call with ``DS_ACCELERATOR=cpu`` installs the stand-in's
-    accelerator (the module's later importers, ``deepspeed.accelerator`` itself included, get the wrapped one)."""
+    """Wrap DeepSpeed's ``get_accelerator`` so that its first call with ``DS_ACCELERATOR`` unset or ``hpu`` installs the
+    stand-in's accelerator (the module's later importers, ``deepspeed.accelerator`` itself included, get the wrapped
+    one). Another ``DS_ACCELERATOR`` keeps DeepSpeed's own choice."""
     original = real_accelerator.get_accelerator
 
     @functools.wraps(original)
     def get_accelerator() -> Any:
-        if real_accelerator.ds_accelerator is None and os.environ.get("DS_ACCELERATOR") == "cpu":
+        if real_accelerator.ds_accelerator is None and os.environ.get("DS_ACCELERATOR", "") in ("", "hpu"):
             install()
         return original()
 

@@ -7,9 +7,9 @@ at every Python start, and so does the stand-in's ``torch.backends`` entry point
 ``habana_frameworks`` and the submodules listed in :data:`MODULES` onto the modules of ``gaudi_standin.bridge``, and
 ``torch.hpu`` onto the emulated ``habana_frameworks.torch.hpu``: torch imports ``torch.hpu`` the first time a tensor
 goes to ``"hpu"``, which makes the stand-in's device real then, as the bridge's automatic loading does on a Gaudi.
-It also points DeepSpeed at its CPU accelerator (``DS_ACCELERATOR``), since DeepSpeed would otherwise take the
-importable ``habana_frameworks.torch.hpu`` for a Gaudi, and gives that accelerator the stand-in's ``hpu`` device
-once DeepSpeed's accelerator module has loaded (:class:`DeepSpeedAcceleratorHook`).
+Once TorchDynamo's backend registry has loaded, it registers ``hpu_backend`` there, and once DeepSpeed's accelerator
+module has loaded, it makes DeepSpeed's HPU accelerator the stand-in's (DeepSpeed's own calls the bridge's device
+kernels, which the stand-in lacks): :class:`AfterImportHook`.
 
 This module runs before anything else at start-up: it imports only the standard library, and nothing at all
 happens unless the stand-in was chosen.
@@ -29,14 +29,18 @@ if TYPE_CHECKING:
     from typing import Any
 
 BACKEND_ENV = "LIGHTNING_HPU_BACKEND"
-DS_ACCELERATOR_ENV = "DS_ACCELERATOR"
 ROOT = "habana_frameworks"
 EMULATION_PACKAGE = "gaudi_standin.bridge"
 #: The ``origin`` of every emulated module's spec: how a program tells the stand-in's bridge from a real one without
 #: importing either (``importlib.util.find_spec("habana_frameworks").origin``).
 EMULATED_ORIGIN = "habana_frameworks emulated by the lightning-hpu cpu stand-in"
-#: DeepSpeed's module that picks its accelerator (``get_accelerator``).
-DEEPSPEED_ACCELERATOR_MODULE = "deepspeed.accelerator.real_accelerator"
+#: Modules of other packages the stand-in completes once they have loaded, as the bridge does when it loads: each
+#: mapped to the stand-in's function (``module:function``) that is handed the loaded module. DeepSpeed's accelerator
+#: choice gets the stand-in's HPU accelerator; TorchDynamo's backend registry gets ``hpu_backend``.
+AFTER_IMPORT: dict[str, str] = {
+    "deepspeed.accelerator.real_accelerator": "gaudi_standin.deepspeed_accelerator:choose_on_first_use",
+    "torch._dynamo.backends.registry": "gaudi_standin.compile_backend:register_with",
+}
 
 #: Each emulated bridge module, mapped to the emulation module that serves it (``None``: a package that only
 #: holds submodules, as in the bridge).
@@ -131,10 +135,11 @@ class EmulationFinder:
 
 
 class _RunAfterLoading:
-    """Wraps a module's loader: runs the module as usual, then hands it to :mod:`gaudi_standin.deepspeed_accelerator`."""
+    """Wraps a module's loader: runs the module as usual, then hands it to the stand-in's function for it."""
 
-    def __init__(self, loader: Any) -> None:
+    def __init__(self, loader: Any, target: str) -> None:
         self._loader = loader
+        self._target = target
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._loader, name)
@@ -144,25 +149,25 @@ class _RunAfterLoading:
 
     def exec_module(self, module: ModuleType) -> None:
         self._loader.exec_module(module)
-        from gaudi_standin import deepspeed_accelerator
+        owner, function = self._target.split(":")
+        getattr(importlib.import_module(owner), function)(module)
 
-        deepspeed_accelerator.choose_on_first_use(module)
 
+class AfterImportHook:
+    """Finds the modules of :data:`AFTER_IMPORT` as every finder would, so that the stand-in can follow their loading.
 
-class DeepSpeedAcceleratorHook:
-    """Finds DeepSpeed's accelerator module as every finder would, so that the stand-in can follow its loading.
-
-    It sits first on ``sys.meta_path`` and answers for that one module only.
+    It sits first on ``sys.meta_path`` and answers for those modules only.
     """
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
-        if fullname != DEEPSPEED_ACCELERATOR_MODULE:
+        target = AFTER_IMPORT.get(fullname)
+        if target is None:
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is not None and spec.loader is not None:
-            spec.loader = _RunAfterLoading(spec.loader)
+            spec.loader = _RunAfterLoading(spec.loader, target)
         return spec
 
 
@@ -195,8 +200,5 @@ def install_if_requested() -> bool:
     if not stand_in_requested() or real_bridge_findable():
         return False
     sys.meta_path.append(EmulationFinder())
-    sys.meta_path.insert(0, DeepSpeedAcceleratorHook())
-    # DeepSpeed picks its HPU accelerator when ``habana_frameworks.torch.hpu`` imports; its CPU accelerator is the
-    # one that runs on the stand-in (child processes inherit the choice).
-    os.environ.setdefault(DS_ACCELERATOR_ENV, "cpu")
+    sys.meta_path.insert(0, AfterImportHook())
     return True

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lightning_hpu.runtime import get_backend
+from lightning_hpu.runtime import bridge_emulated, get_backend
 
 
 def hpu_device_line(trainer: Any) -> str:
@@ -20,7 +20,7 @@ def hpu_device_line(trainer: Any) -> str:
     if backend is None or not backend.is_available():
         return "HPU available: False, using: 0 HPUs"
     used = isinstance(trainer.accelerator, HPUAccelerator)
-    standin = backend.name == "cpu"
+    standin = bridge_emulated()
     details = []
     # On a Gaudi, asking for the device name acquires the device: only when this run uses it.
     if used or standin:

@@ -14,7 +14,6 @@ from lightning_hpu.fabric.deepspeed import HPUDeepSpeedStrategy as FabricHPUDeep
 from lightning_hpu.fabric.sharded_strategies import HPUFSDPStrategy as FabricHPUFSDPStrategy
 from lightning_hpu.fabric.strategies import HPUParallelStrategy as FabricHPUParallelStrategy
 from lightning_hpu.fabric.strategies import SingleHPUStrategy as FabricSingleHPUStrategy
-from lightning_hpu.runtime import get_backend, settings
 from lightning_hpu.strategies import HPUDeepSpeedStrategy, HPUParallelStrategy, SingleHPUStrategy
 from lightning_hpu.strategies.fsdp import HPUFSDPStrategy
 from lightning_hpu.strategies.model_parallel import HPUModelParallelStrategy
@@ -46,7 +45,3 @@ def register_all() -> None:
             fabric_strategy_cls.register_strategies(FABRIC_STRATEGY_REGISTRY)
     integration.install()
     hide_lightning_noise()
-    if settings.standin_requested():
-        # Scripts call torch.compile(backend="hpu_backend") before anything creates the backend: load the bridge,
-        # which registers it, as torch's device-backend autoload does on a Gaudi in eager mode.
-        get_backend()

@@ -328,5 +328,10 @@ def sdp_kernel(enable_recompute: bool = True) -> Iterator[dict[str, Any]]:
         enable_recompute_sdp(previous)
 
 
-# Importing this module (as ``torch.hpu``, or through ``habana_frameworks``) makes the ``hpu`` device real.
+# Importing this module (as ``torch.hpu``, or through ``habana_frameworks``) makes the ``hpu`` device real, with the
+# emulated runtime behind it (its memory limit, its binding); a bad setting is reported by the first bridge call.
 _device.enable()
+try:
+    runtime.current()
+except ValueError:
+    pass

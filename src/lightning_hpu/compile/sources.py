@@ -105,6 +105,12 @@ class DynamoCompilations:
         return count, reason
 
 
+#: Why a lazy-mode graph is compiled after warm-up: the graph compiler caches by the ops and shapes between markers.
+LAZY_RECOMPILATION_REASON = (
+    "a new graph between step markers: a new input shape or dtype, or Python control flow that changed the ops"
+)
+
+
 class DeviceCompilations:
     """Counts the device's graph compilations in lazy mode (the bridge's metric, or the stand-in's cache model).
 
@@ -139,7 +145,7 @@ class DeviceCompilations:
     def since_mark(self) -> tuple[int, str | None]:
         count = max(0, self._count() - self._at_mark)
         self._watch(False)
-        return count, self._backend.last_graph_compilation_reason() if count else None
+        return count, LAZY_RECOMPILATION_REASON if count else None
 
 
 def compilation_source(backend: HPUBackend) -> CompilationSource:

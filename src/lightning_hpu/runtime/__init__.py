@@ -73,8 +73,8 @@ def _create_backend() -> HPUBackend | None:
     requested = settings.requested_backend()
     if _bridge_spec() is None:
         return None
-    if requested == "hpu" and bridge_emulated():
-        return None
+    if bridge_emulated() and requested != "cpu":
+        return None  # the stand-in serves only while LIGHTNING_HPU_BACKEND=cpu chooses it
     from lightning_hpu.runtime.bridge import BridgeBackend
 
     return BridgeBackend()
@@ -111,9 +111,9 @@ def require_backend() -> HPUBackend:
         return backend
     if backend is None and settings.standin_requested():
         raise HPUNotAvailableError(
-            f"HPU was requested with {settings.BACKEND_ENV}=cpu, but the CPU stand-in's habana_frameworks is not"
-            " installed in this environment; install lightning-hpu with pip (`pip install -e .` in a checkout), which"
-            " adds its start-up hook."
+            f"HPU was requested with {settings.BACKEND_ENV}=cpu, but the CPU stand-in's habana_frameworks is not in"
+            f" place: set {settings.BACKEND_ENV}=cpu before Python starts (or before `import torch`), in an"
+            " environment where lightning-hpu was installed with pip."
         )
     if backend is None:
         reason = "the Intel Gaudi bridge (habana_frameworks) is not installed"

@@ -184,7 +184,7 @@ class BridgeBackend(HPUBackend):
 
     def watch_graph_compilations(self, enabled: bool) -> None:
         # The bridge's "graph_compilation" metric (reference section 4), counted in a local context while watched.
-        if not htcore.is_lazy() or enabled == (self._compilation_window is not None):
+        if enabled == (self._compilation_window is not None) or not htcore.is_lazy():
             return
         if enabled:
             from habana_frameworks.torch.hpu.metrics import metric_localcontext

@@ -36,7 +36,7 @@ from torch.optim import Optimizer
 from typing_extensions import override
 
 from lightning_hpu.device_rules import check_fp16_supported
-from lightning_hpu.runtime import generation_rank, require_backend
+from lightning_hpu.runtime import bridge_emulated, generation_rank, require_backend
 from lightning_hpu.strategies import elastic
 from lightning_hpu.strategies.collectives import initialize_hccl
 from lightning_hpu.strategies.hccl import HCCLCollectiveOps
@@ -58,8 +58,6 @@ INFERENCE_KEYS = (
     "replace_method",
 )
 
-#: DeepSpeed's name of its CPU-only shared-memory collectives op.
-_SHM_COMM_OP = "deepspeed_shm_comm"
 
 _FP16_PRECISIONS = ("16-mixed", "16-true")
 _PRECISION_DTYPES = {"bf16-mixed": torch.bfloat16, "bf16-true": torch.bfloat16, "16-mixed": torch.float16}
@@ -96,9 +94,8 @@ def select_deepspeed_accelerator() -> str:
     """Point DeepSpeed at the backend's accelerator (``DS_ACCELERATOR``) and check that DeepSpeed agrees.
 
     DeepSpeed reads ``DS_ACCELERATOR`` once, on the first ``get_accelerator()`` (which importing it may do), so the
-    variable is set before DeepSpeed is imported; child processes inherit it. On the CPU stand-in DeepSpeed gets
-    its CPU accelerator's host ops, driving the stand-in's ``hpu`` device (:mod:`~gaudi_standin.
-    deepspeed_accelerator`).
+    variable is set before DeepSpeed is imported; child processes inherit it. (On the CPU stand-in, the stand-in
+    gives DeepSpeed its own HPU accelerator, as the bridge's software stack gives DeepSpeed its own on a Gaudi.)
     """
     if importlib.util.find_spec("deepspeed") is None:
         raise ImportError(
@@ -114,11 +111,6 @@ def select_deepspeed_accelerator() -> str:
         )
     from deepspeed.accelerator import get_accelerator
 
-    if wanted == "cpu":  # the stand-in: DeepSpeed's host ops on the stand-in's hpu device
-        from gaudi_standin.deepspeed_accelerator import install
-
-        install()
-        _without_shared_memory_collectives()
     _forget_destroyed_deepspeed_groups()
     chosen = get_accelerator().device_name()
     if chosen != "hpu":
@@ -145,19 +137,6 @@ def _forget_destroyed_deepspeed_groups() -> None:
         return
     if not dist.is_initialized() or world not in dist.distributed_c10d._world.pg_map:
         release(None)
-
-
-def _without_shared_memory_collectives() -> None:
-    """Make DeepSpeed's CPU accelerator send every collective through the process group, as on a Gaudi.
-
-    On the CPU, DeepSpeed compiles a shared-memory all-reduce (minutes on a small machine) and uses it for inference
-    instead of ``torch.distributed``. DeepSpeed's HPU accelerator has no such op, so the stand-in turns it off: its
-    collectives then go through the ``hccl`` stand-in group and obey HCCL's rules.
-    """
-    import deepspeed.ops
-
-    compatible_ops: dict[str, bool] = deepspeed.ops.__compatible_ops__
-    compatible_ops[_SHM_COMM_OP] = False
 
 
 def _partition_activations_for_cpu_checkpointing(config: dict[str, Any]) -> None:
@@ -277,7 +256,7 @@ def check_deepspeed_for_device(
         )
     zero = config.get("zero_optimization") or {}
     if zero.get("stage") == 3 and generation == 2:
-        rank_zero_warn(_zero3_on_gaudi2_caveat(standin=require_backend().name == "cpu"))
+        rank_zero_warn(_zero3_on_gaudi2_caveat(standin=bridge_emulated()))
     _check_nvme_offload(zero)
 
 

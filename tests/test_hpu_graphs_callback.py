@@ -11,6 +11,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_hpu import HPUAccelerator
 from lightning_hpu.hpu_graphs import HPUGraphs, HPUGraphsUnavailableError
+from tests.standin import counters as standin_counters
 
 
 class Classifier(LightningModule):
@@ -116,7 +117,6 @@ def test_switch_refusals(lazy_standin, monkeypatch) -> None:
     with pytest.raises(HPUGraphsUnavailableError, match="hooks"):
         trainer.fit(hooked, _loader())
 
-    from tests.standin import counters as standin_counters
     from tests.standin import reset_backend
 
     monkeypatch.setenv("PT_HPU_LAZY_MODE", "0")

@@ -11,6 +11,7 @@ from torch import nn
 
 from gaudi_standin.graphs import HostSyncInCaptureError
 from lightning_hpu.hpu_graphs import HPUGraph, HPUGraphsUnavailableError, graph
+from tests.standin import counters as standin_counters
 
 
 def _net() -> nn.Module:
@@ -169,7 +170,6 @@ def test_manual_begin_end_and_reset(lazy_standin) -> None:
 
 
 def test_graphs_refused_in_eager_mode(lazy_standin, monkeypatch) -> None:
-    from tests.standin import counters as standin_counters
     from tests.standin import reset_backend
 
     monkeypatch.setenv("PT_HPU_LAZY_MODE", "0")

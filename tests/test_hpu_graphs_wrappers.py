@@ -18,6 +18,7 @@ from lightning_hpu.hpu_graphs import (
     wrap_in_hpu_graph,
 )
 from gaudi_standin.graph_caches import HPUGraphDtypeWarning
+from tests.standin import counters as standin_counters
 
 
 def _mlp(seed: int = 0) -> nn.Module:
@@ -209,7 +210,6 @@ def test_module_cacher_replays_a_new_dtype_in_the_captured_one(lazy_standin) -> 
 def test_module_cacher_graphs_only_when_lazy_mode_is_exactly_one(lazy_standin, monkeypatch) -> None:
     """The bridge's ModuleCacher checks PT_HPU_LAZY_MODE == "1"; other lazy values run every call uncached."""
     from lightning_hpu.runtime import get_backend
-    from tests.standin import counters as standin_counters
     from tests.standin import reset_backend
 
     monkeypatch.setenv("PT_HPU_LAZY_MODE", "2")

@@ -22,6 +22,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_hpu import HPUProfiler
 from lightning_hpu.profiler.steps import planned_steps
+from lightning_hpu.runtime.bridge import BridgeBackend
 
 REPO = Path(__file__).resolve().parents[1]
 MATMUL_OPS = {"aten::addmm", "aten::mm", "aten::matmul", "aten::linear"}
@@ -219,6 +220,7 @@ def bridge_patched_torch(monkeypatch: pytest.MonkeyPatch) -> None:
     """torch.profiler as the bridge leaves it, imported *after* Lightning bound the original ProfilerActivity."""
     monkeypatch.setattr(torch.profiler, "ProfilerActivity", _BridgeActivity)
     monkeypatch.setattr(torch.profiler, "profile", _RecordingProfile)
+    monkeypatch.setattr(BridgeBackend, "profiler_activities", lambda self: [_BridgeActivity.CPU, _BridgeActivity.HPU])
 
 
 @pytest.mark.usefixtures("standin")

@@ -125,7 +125,9 @@ def test_the_trainer_runs_rays_ddp_strategy_as_its_twin_on_the_assigned_hpu(ray_
     assert strategy._ddp_kwargs["find_unused_parameters"] is True
     assert isinstance(strategy.checkpoint_io, HPUCheckpointIO)
     assert isinstance(trainer.precision_plugin, HPUPrecisionPlugin)
-    assert strategy.root_device == torch.device("hpu", 1)  # Ray's module, not the local rank's visible one
+    assert strategy.root_device == torch.device("hpu")  # the process's bound module, as the bridge opens it
+    # Ray's module, not the local rank's visible one:
+    assert torch.empty(1, device=strategy.root_device).device == torch.device("hpu", 1)
     assert os.environ[settings.MODULE_ID_ENV] == "1"
     assert strategy.distributed_sampler_kwargs == {"num_replicas": 2, "rank": 1}
     assert (strategy.num_nodes, strategy.num_processes, strategy.world_size) == (1, 2, 2)

@@ -328,10 +328,5 @@ def sdp_kernel(enable_recompute: bool = True) -> Iterator[dict[str, Any]]:
         enable_recompute_sdp(previous)
 
 
-# Importing this module (as ``torch.hpu``, or through ``habana_frameworks``) makes the ``hpu`` device real, with the
-# emulated runtime behind it (its memory limit, its binding); a bad setting is reported by the first bridge call.
+# Importing this module (as ``torch.hpu``, or through ``habana_frameworks``) makes the ``hpu`` device real.
 _device.enable()
-try:
-    runtime.current()
-except ValueError:
-    pass

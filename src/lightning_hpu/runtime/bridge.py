@@ -172,15 +172,16 @@ class BridgeBackend(HPUBackend):
         # the attribute now, not at import, makes the import order of Lightning and the bridge irrelevant. A bridge
         # without that module (the CPU stand-in's, whose device is the host) records CPU activity.
         activity: Any = torch.profiler.ProfilerActivity
-        if hasattr(activity, "HPU"):
-            return [activity.CPU, activity.HPU]
-        if importlib.util.find_spec("habana_frameworks.torch.activity_profiler") is not None:
+        if importlib.util.find_spec("habana_frameworks.torch.activity_profiler") is None:
+            return [activity.CPU]
+        if not hasattr(activity, "HPU"):
             warnings.warn(
                 "The Intel Gaudi bridge did not add ProfilerActivity.HPU to torch.profiler; profiling records"
                 " CPU activity only.",
                 stacklevel=2,
             )
-        return [activity.CPU]
+            return [activity.CPU]
+        return [activity.CPU, activity.HPU]
 
     def watch_graph_compilations(self, enabled: bool) -> None:
         # The bridge's "graph_compilation" metric (reference section 4), counted in a local context while watched.

@@ -21,10 +21,11 @@ from torch.nn import Module
 from torch.optim import Optimizer
 from typing_extensions import override
 
+from lightning_hpu.distributed import fsdp_state, sharding
+from lightning_hpu.distributed.hccl import init_hccl_process_group
 from lightning_hpu.plugins.fsdp_precision import HPUFSDPPrecisionPlugin
-from lightning_hpu.strategies import fsdp_state, sharding
-from lightning_hpu.strategies.hccl import HCCLCollectiveOps, init_hccl_process_group
-from lightning_hpu.strategies.lazy_mode import HPUStrategyHooks
+from lightning_hpu.strategies.base import HPUStrategyHooks
+from lightning_hpu.strategies.hccl import HCCLCollectiveOps
 
 
 class HPUFSDPStrategy(HPUStrategyHooks, HCCLCollectiveOps, FSDPStrategy):
@@ -80,14 +81,7 @@ class HPUFSDPStrategy(HPUStrategyHooks, HCCLCollectiveOps, FSDPStrategy):
         ParallelStrategy.setup_environment(self)  # the accelerator; FSDPStrategy's process group assumes CUDA
         reset_seed()
         self.set_world_ranks()
-        self._process_group_backend = init_hccl_process_group(
-            self.cluster_environment,
-            self.world_size,
-            self.global_rank,
-            self.local_rank,
-            self._process_group_backend,
-            self._timeout,
-        )
+        self._process_group_backend = init_hccl_process_group(self)
         sharding.set_fsdp_device_mesh(self.kwargs, self.sharding_strategy, self.num_nodes, self.num_processes)
 
     def _fsdp_kwargs(self) -> dict[str, Any]:

@@ -12,8 +12,8 @@ from lightning.pytorch.strategies.strategy import _StrategyRegistry
 from typing_extensions import override
 
 from lightning_hpu.runtime import require_backend
+from lightning_hpu.strategies.base import HPUStrategyHooks
 from lightning_hpu.strategies.last_batch import LastBatch, LastBatchHooks, check_last_batch
-from lightning_hpu.strategies.lazy_mode import HPUStrategyHooks
 
 
 class SingleHPUStrategy(HPUStrategyHooks, LastBatchHooks, SingleDeviceStrategy):

@@ -64,3 +64,13 @@ class FastDDPGradients:
         """Release the buffers (at teardown)."""
         self._buffers.clear()
         self.pending = False
+
+
+def register_parallel_names(strategy_cls: type, strategy_registry: Any) -> None:
+    """Register an ``HPUParallelStrategy`` (Trainer or Fabric) as ``hpu_parallel``, ``hpu_ddp`` and ``hpu_fast_ddp``."""
+    name = strategy_cls.strategy_name  # type: ignore[attr-defined]
+    description = f"{strategy_cls.__name__}: DDP over HCCL on several HPUs and nodes"
+    strategy_registry.register(name, strategy_cls, description=description)
+    strategy_registry.register("hpu_ddp", strategy_cls, description=description)
+    fast = f"{strategy_cls.__name__}: one fused gradient all-reduce per step"
+    strategy_registry.register("hpu_fast_ddp", strategy_cls, description=fast, fast_ddp=True)

@@ -19,7 +19,7 @@ from torch.optim import Optimizer
 from typing_extensions import override
 
 from lightning_hpu.distributed.collectives import broadcast_module_states_
-from lightning_hpu.distributed.fast_ddp import FastDDPGradients, ddp_arguments
+from lightning_hpu.distributed.fast_ddp import FastDDPGradients, ddp_arguments, register_parallel_names
 from lightning_hpu.distributed.start_methods import check_start_method
 from lightning_hpu.strategies.base import HPUStrategyHooks
 from lightning_hpu.strategies.hccl import HCCLCollectivesHooks
@@ -158,9 +158,4 @@ class HPUParallelStrategy(HPUStrategyHooks, LastBatchHooks, HCCLCollectivesHooks
     @classmethod
     @override
     def register_strategies(cls, strategy_registry: _StrategyRegistry) -> None:
-        description = f"{cls.__name__}: DDP over HCCL on several HPUs and nodes"
-        strategy_registry.register(cls.strategy_name, cls, description=description)
-        strategy_registry.register("hpu_ddp", cls, description=description)
-        strategy_registry.register(
-            "hpu_fast_ddp", cls, description=f"{cls.__name__}: one fused gradient all-reduce per step", fast_ddp=True
-        )
+        register_parallel_names(cls, strategy_registry)

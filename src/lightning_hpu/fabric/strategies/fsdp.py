@@ -119,11 +119,4 @@ class HPUFSDPStrategy(FabricHPUStrategyHooks, FabricHCCLCollectiveOps, HCCLProce
     @classmethod
     @override
     def register_strategies(cls, strategy_registry: _StrategyRegistry) -> None:
-        description = f"{cls.__name__}: fully sharded data parallel over HCCL"
-        strategy_registry.register(cls.strategy_name, cls, description=description)
-        strategy_registry.register(
-            "hpu_fsdp_cpu_offload",
-            cls,
-            description=f"{description}, parameters offloaded to the host",
-            cpu_offload=True,
-        )
+        sharding.register_fsdp_names(cls, strategy_registry)

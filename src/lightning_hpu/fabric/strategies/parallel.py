@@ -21,7 +21,7 @@ from torch.optim import Optimizer
 from typing_extensions import override
 
 from lightning_hpu.distributed.collectives import broadcast_module_states_
-from lightning_hpu.distributed.fast_ddp import FastDDPGradients, ddp_arguments
+from lightning_hpu.distributed.fast_ddp import FastDDPGradients, ddp_arguments, register_parallel_names
 from lightning_hpu.distributed.start_methods import check_start_method
 from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks
 from lightning_hpu.fabric.strategies.hccl import FabricHCCLCollectivesHooks
@@ -147,12 +147,7 @@ class HPUParallelStrategy(FabricHPUStrategyHooks, FabricHCCLCollectivesHooks):
     @classmethod
     @override
     def register_strategies(cls, strategy_registry: _StrategyRegistry) -> None:
-        description = f"{cls.__name__}: DDP over HCCL on several HPUs and nodes"
-        strategy_registry.register(cls.strategy_name, cls, description=description)
-        strategy_registry.register("hpu_ddp", cls, description=description)
-        strategy_registry.register(
-            "hpu_fast_ddp", cls, description=f"{cls.__name__}: one fused gradient all-reduce per step", fast_ddp=True
-        )
+        register_parallel_names(cls, strategy_registry)
 
 
 #: lightning-habana's name for the same class (README, "Coming from lightning-habana").

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import torch
 from lightning.fabric.accelerators import Accelerator
 from lightning.fabric.plugins import CheckpointIO, Precision
 from lightning.fabric.strategies import SingleDeviceStrategy
@@ -10,8 +9,8 @@ from lightning.fabric.strategies.registry import _StrategyRegistry
 from lightning.fabric.utilities.types import _DEVICE
 from typing_extensions import override
 
+from lightning_hpu.devices import single_process_device
 from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks
-from lightning_hpu.runtime import require_backend
 
 
 class SingleHPUStrategy(FabricHPUStrategyHooks, SingleDeviceStrategy):
@@ -27,7 +26,7 @@ class SingleHPUStrategy(FabricHPUStrategyHooks, SingleDeviceStrategy):
         precision: Precision | None = None,
     ) -> None:
         super().__init__(
-            device=torch.device(device) if device is not None else torch.device(require_backend().torch_device().type),
+            device=single_process_device(device),
             accelerator=accelerator,
             checkpoint_io=checkpoint_io,
             precision=precision,

@@ -11,7 +11,7 @@ in turn (so machine load hits all of them alike), and prints the median per step
 CPU time is the process's (all threads, the collective's included) on rank 0; allocations are aten ops that
 return a new tensor, counted over whole steps after the timed ones. It also times the two ways fast DDP can fill
 its buffer (one ``div(out=)`` per gradient, or ``_foreach_copy_`` then one division) on this model and on 320 small
-tensors, which is how ``lightning_hpu.strategies.flat_gradients`` chooses between them.
+tensors, which is how ``lightning_hpu.distributed.flat_gradients`` chooses between them.
 
     LIGHTNING_HPU_BACKEND=cpu LIGHTNING_HPU_CPU_DEVICES=2 python benchmarks/fast_ddp.py
 """

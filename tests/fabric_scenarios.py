@@ -20,7 +20,7 @@ import torch
 from lightning.fabric import Fabric
 from torch import nn
 
-import lightning_hpu.fabric.strategies as fabric_strategies
+import lightning_hpu.distributed.fast_ddp as fast_ddp
 
 WORLD = 2
 MICRO_BATCH = 4  # per rank
@@ -32,7 +32,7 @@ DEEPSPEED_CLIP = 1.0  # DeepSpeed's default ``gradient_clipping`` (active on som
 
 # Fast DDP's gradient all-reduces, counted.
 GRADIENT_REDUCES = [0]
-_all_reduce_gradients = fabric_strategies.all_reduce_gradients_
+_all_reduce_gradients = fast_ddp.all_reduce_gradients_
 
 
 def _counting_all_reduce_gradients(*args: Any, **kwargs: Any) -> int:
@@ -40,7 +40,7 @@ def _counting_all_reduce_gradients(*args: Any, **kwargs: Any) -> int:
     return _all_reduce_gradients(*args, **kwargs)
 
 
-fabric_strategies.all_reduce_gradients_ = _counting_all_reduce_gradients  # type: ignore[assignment]
+fast_ddp.all_reduce_gradients_ = _counting_all_reduce_gradients  # type: ignore[assignment]
 
 
 def make_data(accumulate: int) -> torch.Tensor:

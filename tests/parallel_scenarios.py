@@ -27,8 +27,8 @@ from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_hpu import HPUAccelerator, HPUParallelStrategy, HPUPrecisionPlugin
+from lightning_hpu.distributed import fast_ddp
 from lightning_hpu.runtime import require_backend
-from lightning_hpu.strategies import parallel
 
 WORLD = 2
 MICRO_BATCH = 4  # per rank
@@ -62,7 +62,7 @@ for _name in ("all_reduce", "broadcast", "all_gather"):
 
 # Fast DDP's gradient all-reduces, counted per fit.
 GRADIENT_REDUCES = [0]
-_all_reduce_gradients = parallel.all_reduce_gradients_
+_all_reduce_gradients = fast_ddp.all_reduce_gradients_
 
 
 def _counting_all_reduce_gradients(*args: Any, **kwargs: Any) -> int:
@@ -70,7 +70,7 @@ def _counting_all_reduce_gradients(*args: Any, **kwargs: Any) -> int:
     return _all_reduce_gradients(*args, **kwargs)
 
 
-parallel.all_reduce_gradients_ = _counting_all_reduce_gradients  # type: ignore[assignment]
+fast_ddp.all_reduce_gradients_ = _counting_all_reduce_gradients  # type: ignore[assignment]
 
 
 def start_rank() -> int:

@@ -330,7 +330,7 @@ def fsdp2_avg_scenario() -> dict[str, Any]:
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
 
-    from lightning_hpu.strategies.sharding import force_sum_reduction
+    from lightning_hpu.distributed.sharding import force_sum_reduction
 
     results: dict[str, Any] = {}
     for forced in (False, True):

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from lightning_hpu import compat
-from lightning_hpu.compat import TESTED, UntestedVersionWarning, VersionRange, release, untested_versions
+from lightning_hpu import versions
+from lightning_hpu.versions import TESTED, UntestedVersionWarning, VersionRange, release, untested_versions
 
 ROOT = Path(__file__).resolve().parents[1]
 RANGES = {r.name: r for r in TESTED}
@@ -84,23 +84,23 @@ def test_ci_legs_are_the_ends_of_the_ranges() -> None:
 
 
 def test_warns_once_naming_the_tested_range(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(compat, "_warned", False)
+    monkeypatch.setattr(versions, "_warned", False)
     monkeypatch.setattr(torch, "__version__", "2.7.1+hpu.synapse.v1.22.0")
     with pytest.warns(UntestedVersionWarning) as record:
-        compat.warn_if_untested()
+        versions.warn_if_untested()
     message = str(record[0].message)
     assert "tested with torch >=2.9.0a0,<2.15, lightning >=2.6.0,<2.7, python >=3.10,<3.13" in message
     assert "this environment has torch 2.7.1+hpu.synapse.v1.22.0" in message
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        compat.warn_if_untested()  # once per process
+        versions.warn_if_untested()  # once per process
 
 
 def test_inside_the_ranges_nothing_is_said(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(compat, "_warned", False)
+    monkeypatch.setattr(versions, "_warned", False)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        compat.warn_if_untested({"torch": "2.9.0a0+git1", "lightning": "2.6.0", "python": "3.10.13"})
+        versions.warn_if_untested({"torch": "2.9.0a0+git1", "lightning": "2.6.0", "python": "3.10.13"})
 
 
 def test_import_warns_once_with_a_faked_torch() -> None:
@@ -112,7 +112,7 @@ def test_import_warns_once_with_a_faked_torch() -> None:
         "with warnings.catch_warnings(record=True) as caught:\n"
         "    warnings.simplefilter('always')\n"
         "    import lightning_hpu\n"
-        "    from lightning_hpu.compat import warn_if_untested\n"
+        "    from lightning_hpu.versions import warn_if_untested\n"
         "    warn_if_untested()\n"
         "print(json.dumps([str(w.message) for w in caught if w.category is lightning_hpu.UntestedVersionWarning]))\n"
     )

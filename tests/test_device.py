@@ -149,8 +149,13 @@ def _fit(model: LightningModule, tmp_path: Path, ckpt_path: str | None = None, *
     data = TensorDataset(torch.randn(8, 4), torch.randn(8, 1))
     options = {"max_steps": 2, **kwargs}
     trainer = Trainer(
-        accelerator="hpu", devices=1, default_root_dir=tmp_path, logger=False,
-        enable_progress_bar=False, enable_model_summary=False, **options,
+        accelerator="hpu",
+        devices=1,
+        default_root_dir=tmp_path,
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        **options,
     )
     trainer.fit(model, DataLoader(data, batch_size=4), ckpt_path=ckpt_path)
     return trainer

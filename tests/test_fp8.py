@@ -29,7 +29,7 @@ from lightning_hpu import (
     fp8_measure,
     fp8_quantize,
 )
-from lightning_hpu.fp8.callback import default_config
+from lightning_hpu.fp8.inference import default_config
 from lightning_hpu.runtime import settings
 
 # --- a recording engine: the interface of the Gaudi Transformer Engine, computing plain F.linear ------------------

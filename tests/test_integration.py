@@ -21,8 +21,9 @@ from lightning_hpu import (
     SingleHPUStrategy,
     integration,
 )
-from lightning_hpu.fabric.precision import HPUPrecision
+from lightning_hpu.fabric.plugins.precision import HPUPrecision
 from lightning_hpu.fabric.strategies import SingleHPUStrategy as FabricSingleHPUStrategy
+from lightning_hpu.integration import connectors
 from tests.standin import counters as standin_counters
 from tests.standin import reset_backend
 
@@ -144,7 +145,7 @@ def test_integration_refuses_a_lightning_without_the_expected_internals() -> Non
         _choose_strategy = staticmethod(lambda: None)
 
     with pytest.raises(integration.LightningIntegrationError, match=r"lacks _choose_auto_accelerator"):
-        integration._check_connector(MovedConnector)
+        connectors.check_connector(MovedConnector)
 
 
 def test_integration_is_installed_once() -> None:

@@ -24,8 +24,8 @@ from lightning_hpu import (
     HPUPrecisionPlugin,
     SingleHPUStrategy,
 )
-from lightning_hpu.fabric.fsdp_precision import HPUFSDPPrecision as FabricHPUFSDPPrecision
 from gaudi_standin.bridge import transformer_engine as te
+from lightning_hpu.fabric.plugins.fsdp_precision import HPUFSDPPrecision as FabricHPUFSDPPrecision
 from tests.test_fp8 import inc  # noqa: F401 (the recording INC fixture)
 
 PLUGINS = [
@@ -117,7 +117,9 @@ def test_convert_modules_needs_fp8_and_the_deepspeed_plugin_has_it_too(standin: 
 
 
 def test_convert_modules_for_fp8_inference_goes_through_inc(
-    standin: Any, inc: types.SimpleNamespace, tmp_path: Path  # noqa: F811
+    standin: Any,
+    inc: types.SimpleNamespace,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
     plugin = HPUPrecisionPlugin("fp8")
     model = nn.Linear(4, 4)

@@ -79,7 +79,7 @@ def _check_rank(report: dict[str, Any], module: int, lazy: bool) -> None:
     bf16_wire = report["fast_bf16_wire"]
     assert bf16_wire["max_diff_between_ranks"] == 0.0
     assert 0.0 < bf16_wire["max_diff_to_reference"] < 1e-2, "bf16 on the wire rounds, and only a little"
-    assert ("lightning_hpu.strategies.flat_gradients", "all_reduce", "RedOpType.SUM", "torch.bfloat16") in {
+    assert ("lightning_hpu.distributed.flat_gradients", "all_reduce", "RedOpType.SUM", "torch.bfloat16") in {
         tuple(entry) for entry in report["python_collectives"]
     }
 

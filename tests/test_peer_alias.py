@@ -1,5 +1,5 @@
-"""lightning-habana's module paths under ``lightning_hpu`` (``lightning_hpu.habana_paths``), and the peer suite's
-renaming layer (``scripts/peer/lightning_habana_alias.py``), which renames the package and nothing else.
+"""lightning-habana's module paths under ``lightning_hpu`` (``lightning_hpu.lightning_habana_paths``), and the peer
+suite's renaming layer (``scripts/peer/lightning_habana_alias.py``), which renames the package and nothing else.
 
 A lightning-habana user replaces ``lightning_habana`` with ``lightning_hpu`` in their imports; every module path of
 lightning-habana 1.7 must then import and serve the names README's "Coming from lightning-habana" table maps.
@@ -49,9 +49,9 @@ LIGHTNING_HABANA_IMPORTS = {
 
 def test_every_lightning_habana_module_path_serves_its_names_from_the_package(standin: Any) -> None:
     import lightning_hpu
-    from lightning_hpu.fabric.sharded_strategies import HPUFSDPStrategy as FabricFSDP
+    from lightning_hpu.fabric.strategies import HPUFSDPStrategy as FabricFSDP
     from lightning_hpu.fabric.strategies import HPUParallelStrategy as FabricParallel
-    from lightning_hpu.habana_paths import MODULES
+    from lightning_hpu.lightning_habana_paths import MODULES
 
     for module_name, names in LIGHTNING_HABANA_IMPORTS.items():
         module = importlib.import_module(module_name)

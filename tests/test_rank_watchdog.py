@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import torch.distributed as dist
 
-from lightning_hpu.strategies import rank_watchdog
-from lightning_hpu.strategies.rank_watchdog import RankWatchdog, is_collective_timeout, is_lost_connection
+from lightning_hpu.distributed import rank_watchdog
+from lightning_hpu.distributed.rank_watchdog import RankWatchdog, is_collective_timeout, is_lost_connection
 
 TIMEOUT = timedelta(seconds=20)
 
@@ -121,7 +121,7 @@ _EXIT_WITH_WATCHDOGS_RUNNING = """
 import time
 from datetime import timedelta
 import torch.distributed as dist
-from lightning_hpu.strategies.rank_watchdog import RankWatchdog
+from lightning_hpu.distributed.rank_watchdog import RankWatchdog
 master = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
 watchdogs = [
     RankWatchdog("127.0.0.1", master.port, rank, 2, job="exit", timeout=timedelta(seconds=20), poll_seconds=0)

@@ -162,4 +162,3 @@ def test_the_store_evicts_beyond_its_size(tmp_path: Path, monkeypatch: pytest.Mo
         store.store(f"k{index}", "x" * 600_000)
     assert len(list(tmp_path.glob("*.recipe"))) == 1
     assert store.load("k2") and not store.load("k0")
-

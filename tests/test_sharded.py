@@ -18,7 +18,7 @@ from lightning_hpu import (
     HPUModelParallelStrategy,
     HPUPrecisionPlugin,
 )
-from lightning_hpu.fabric.fsdp_precision import HPUFSDPPrecision
+from lightning_hpu.fabric.plugins.fsdp_precision import HPUFSDPPrecision
 from lightning_hpu.fabric.strategies import HPUFSDPStrategy as FabricHPUFSDPStrategy
 from lightning_hpu.fabric.strategies import HPUModelParallelStrategy as FabricHPUModelParallelStrategy
 from lightning_hpu.runtime import HPUConfigurationError, require_backend
@@ -229,7 +229,7 @@ def test_a_model_the_user_wrapped_keeps_its_wrapping_with_warnings(standin: Any)
     from torch.distributed.fsdp import FullyShardedDataParallel
     from torch.distributed.fsdp.wrap import always_wrap_policy, wrap
 
-    from lightning_hpu.fabric.sharded_strategies import HPUFSDPStrategy as FabricFSDP
+    from lightning_hpu.fabric.strategies import HPUFSDPStrategy as FabricFSDP
 
     fabric = Fabric(accelerator="hpu", devices=1, strategy=FabricFSDP(auto_wrap_policy=always_wrap_policy))
     fabric.launch()

@@ -23,6 +23,7 @@ from lightning.pytorch.trainer.states import TrainerFn
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from lightning_hpu import HPUDeepSpeedStrategy, HPUParallelStrategy, integration
+from lightning_hpu.integration import wrapping
 from lightning_hpu.strategies.sigterm import SIGTERM_EXIT_CODE, HostFlagVote, SigtermAgreement
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -100,6 +101,6 @@ def test_integration_refuses_a_lightning_whose_sigterm_internals_moved() -> None
         pass
 
     with pytest.raises(integration.LightningIntegrationError, match=r"MovedLoop lacks _broadcast_sigterm_tensor"):
-        integration._check_methods(MovedLoop, ("_broadcast_sigterm_tensor",))
+        wrapping.check_methods(MovedLoop, ("_broadcast_sigterm_tensor",))
     assert hasattr(_TrainingEpochLoop._broadcast_sigterm_tensor, "__lightning_hpu_wrapped__")
     assert hasattr(_SignalConnector._sigterm_notifier_fn, "__lightning_hpu_wrapped__")

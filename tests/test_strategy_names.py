@@ -22,14 +22,15 @@ from lightning.pytorch.profilers import AdvancedProfiler, SimpleProfiler
 from lightning.pytorch.strategies import DDPStrategy, ParallelStrategy, StrategyRegistry
 from lightning.pytorch.utilities.exceptions import MisconfigurationException
 
-from lightning_hpu import HPUDeepSpeedStrategy, HPUParallelStrategy, HPUPrecisionPlugin, HPUProfiler, names
-from lightning_hpu.fabric.deepspeed import HPUDeepSpeedStrategy as FabricHPUDeepSpeedStrategy
-from lightning_hpu.fabric.precision import HPUPrecision
+from lightning_hpu import HPUDeepSpeedStrategy, HPUParallelStrategy, HPUPrecisionPlugin, HPUProfiler, strategy_names
+from lightning_hpu.distributed.hccl import GAUDI_DDP_DEFAULTS
+from lightning_hpu.fabric.plugins.precision import HPUPrecision
 from lightning_hpu.fabric.strategies import HPUParallelStrategy as FabricHPUParallelStrategy
+from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks
+from lightning_hpu.fabric.strategies.deepspeed import HPUDeepSpeedStrategy as FabricHPUDeepSpeedStrategy
 from lightning_hpu.runtime import HPUConfigurationError, settings
+from lightning_hpu.strategies.base import HPUStrategyHooks
 from tests.standin import reset_backend
-from lightning_hpu.strategies.hccl import GAUDI_DDP_DEFAULTS
-from lightning_hpu.strategies.lazy_mode import FabricHPUStrategyHooks, HPUStrategyHooks
 from tests.test_fp8 import make_fake_engine
 
 deepspeed = pytest.importorskip("deepspeed")
@@ -84,7 +85,7 @@ def test_every_lightning_strategy_name_runs_on_hpu_or_is_refused_naming_an_hpu_s
         return
     assert isinstance(strategy, HPU_HOOKS[owner]), type(strategy)
     # The HPU strategy is the one registered under the name of the Lightning strategy's HPU twin.
-    twin = names.hpu_strategy_for(name, registry, lambda cls: issubclass(cls, HPU_HOOKS[owner]), owner)
+    twin = strategy_names.hpu_strategy_for(name, registry, lambda cls: issubclass(cls, HPU_HOOKS[owner]), owner)
     assert twin is not None
     assert type(strategy) is registry[twin[0]]["strategy"]
 
@@ -96,7 +97,7 @@ def test_the_table_says_what_the_walk_expects(owner: str) -> None:
     runs, refused = [], []
     for _, name in _lightning_names(owner):
         try:
-            names.hpu_strategy_for(name, registry, lambda cls: issubclass(cls, HPU_HOOKS[owner]), owner)
+            strategy_names.hpu_strategy_for(name, registry, lambda cls: issubclass(cls, HPU_HOOKS[owner]), owner)
             runs.append(name)
         except ValueError:
             refused.append(name)
@@ -120,7 +121,9 @@ def test_deepspeed_presets_keep_lightnings_zero_settings(owner: str, tmp_path: A
         extra = {"nvme_path": str(tmp_path)} if "nvme" in name else {}
         lightning = entry["strategy"](**entry["init_params"], **extra)
         if extra:  # a preset's settings plus a directory: an object, so build the twin the same way
-            settings = names.hpu_strategy_for(name, registry, lambda cls: issubclass(cls, HPU_HOOKS[owner]), owner)
+            settings = strategy_names.hpu_strategy_for(
+                name, registry, lambda cls: issubclass(cls, HPU_HOOKS[owner]), owner
+            )
             assert settings is not None and settings[0] == "hpu_deepspeed"
             with pytest.warns(UserWarning, match="NVMe offload with DeepSpeed ZeRO stage 3"):
                 strategy = _build(owner, hpu_cls(**settings[1], **extra), devices=1)
@@ -275,7 +278,7 @@ def test_transformer_engine_under_deepspeed_means_hpu_deepspeed_fp8(
     owner: str, precision: str, outside: str, standin: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from lightning_hpu import HPUDeepSpeedPrecisionPlugin
-    from lightning_hpu.fabric.deepspeed_precision import HPUDeepSpeedPrecision
+    from lightning_hpu.fabric.plugins.deepspeed_precision import HPUDeepSpeedPrecision
 
     te: types.SimpleNamespace = make_fake_engine()
     monkeypatch.setattr(standin, "transformer_engine", lambda: te)
@@ -381,7 +384,7 @@ def test_the_readme_names_table_says_what_each_lightning_name_does_on_hpu() -> N
                     continue
                 is_hpu = lambda cls, owner=owner: issubclass(cls, HPU_HOOKS[owner])  # noqa: E731
                 try:
-                    names.hpu_strategy_for(name, registry, is_hpu, owner)
+                    strategy_names.hpu_strategy_for(name, registry, is_hpu, owner)
                     refused_here = False
                 except ValueError:
                     refused_here = True

@@ -15,7 +15,7 @@ from lightning.pytorch import Trainer
 from lightning_utilities.core import rank_zero as rank_zero_module
 
 from lightning_hpu import HPUConfigurationError, HPUNotAvailableError, SingleHPUStrategy, integration
-from lightning_hpu.strategies.deepspeed import _zero3_on_gaudi2_caveat
+from lightning_hpu.distributed.deepspeed_config import _zero3_on_gaudi2_caveat
 from lightning_hpu.user_errors import run_script
 
 SCENARIO = Path(__file__).with_name("example_errors_scenario.py")

@@ -10,14 +10,14 @@ from typing import Any
 
 from lightning_hpu.accelerator import HPUAccelerator
 from lightning_hpu.autocast_ops import set_autocast_op_lists
-from lightning_hpu.compat import UntestedVersionWarning, warn_if_untested
 from lightning_hpu.compile import HPUCompile, HPURecompileMonitor, HPUThroughputMonitor
 from lightning_hpu.data import BucketPadCollate, LengthGroupedBatchSampler
-from lightning_hpu.fabric.precision import HPUPrecision
-from lightning_hpu.fp8 import HPUFp8Inference, fp8_finish_measurement, fp8_measure, fp8_quantize
-from lightning_hpu.habana_paths import install as install_habana_paths
+from lightning_hpu.fabric.plugins.precision import HPUPrecision
+from lightning_hpu.fp8 import fp8_finish_measurement, fp8_measure, fp8_quantize
+from lightning_hpu.fp8.callback import HPUFp8Inference
+from lightning_hpu.fused_optimizers import clip_grad_norm, fused_adamw, fused_sgd
 from lightning_hpu.hpu_graphs import HPUGraph, HPUGraphs, ModuleCacher, make_graphed_callables, wrap_in_hpu_graph
-from lightning_hpu.optimizers import clip_grad_norm, fused_adamw, fused_sgd
+from lightning_hpu.lightning_habana_paths import install as install_habana_paths
 from lightning_hpu.plugins import (
     HPUAsyncCheckpointIO,
     HPUCheckpointIO,
@@ -39,6 +39,7 @@ from lightning_hpu.strategies import (
     mark_step,
 )
 from lightning_hpu.user_errors import run_script
+from lightning_hpu.versions import UntestedVersionWarning, warn_if_untested
 
 __version__ = "0.1.0"
 

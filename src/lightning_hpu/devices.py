@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lightning_hpu.runtime import HPUConfigurationError, settings
+
+if TYPE_CHECKING:
+    import torch
 
 
 def _usage(count: int | None) -> str:
@@ -174,3 +177,13 @@ def _parse(devices: Any, available: int | None, count: int | None) -> int:
     if available is not None and max(indices) >= available:
         raise _too_many(devices, max(indices) + 1, available)
     return len(indices)
+
+
+def single_process_device(device: Any = None) -> torch.device:
+    """The device a one-HPU strategy (Trainer or Fabric) runs on: ``device``, or the backend's unindexed HPU, which
+    the bridge binds to this process's module."""
+    import torch  # here: the device rules above are read before torch is imported
+
+    from lightning_hpu.runtime import require_backend
+
+    return torch.device(device) if device is not None else torch.device(require_backend().torch_device().type)

@@ -20,6 +20,6 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    from lightning_hpu import habana_paths
+    from lightning_hpu import lightning_habana_paths
 
-    return habana_paths.module_getattr(__name__, habana_paths.FABRIC_PACKAGE_NAMES)(name)
+    return lightning_habana_paths.module_getattr(__name__, lightning_habana_paths.FABRIC_PACKAGE_NAMES)(name)

@@ -8,31 +8,28 @@ its first batch. The default configs are INC's maxabs ones, shipped with the pac
 from __future__ import annotations
 
 import json
-from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from lightning.pytorch import Callback, LightningModule, Trainer
 from typing_extensions import override
 
 from lightning_hpu.device_rules import check_fp8_supported
-from lightning_hpu.fp8.inference import fp8_finish_measurement, fp8_measure, fp8_quantize, quantization_api
-
-Fp8InferenceMode = Literal["measure", "quantize"]
-
-#: The packaged INC config of each mode.
-DEFAULT_CONFIGS: dict[str, str] = {"measure": "maxabs_measure.json", "quantize": "maxabs_quant.json"}
+from lightning_hpu.fp8.inference import (
+    DEFAULT_CONFIGS,
+    Fp8InferenceMode,
+    default_config,
+    fp8_finish_measurement,
+    fp8_measure,
+    fp8_quantize,
+    quantization_api,
+)
 
 #: Where the statistics go under the run's log root (INC adds its own suffixes to this prefix).
 DEFAULT_STATS_PREFIX = Path("fp8_stats") / "measure"
 
 #: The log root of a Trainer without a logger: where Lightning's default loggers would write.
 _DEFAULT_LOG_ROOT = "lightning_logs"
-
-
-def default_config(mode: Fp8InferenceMode) -> Path:
-    """The path of the packaged maxabs INC config for ``mode``."""
-    return Path(str(resources.files("lightning_hpu.fp8") / "configs" / DEFAULT_CONFIGS[mode]))
 
 
 def log_root(trainer: Trainer) -> Path:

@@ -10,14 +10,26 @@ Gaudi2 or later; this module is the only one that imports ``neural_compressor``.
 from __future__ import annotations
 
 import importlib
+from importlib import resources
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
 from torch import nn
 
 from lightning_hpu.device_rules import check_fp8_supported
 from lightning_hpu.runtime import HPUFeatureUnavailableError
+
+Fp8InferenceMode = Literal["measure", "quantize"]
+
+#: The packaged INC config of each mode.
+DEFAULT_CONFIGS: dict[str, str] = {"measure": "maxabs_measure.json", "quantize": "maxabs_quant.json"}
+
+
+def default_config(mode: Fp8InferenceMode) -> Path:
+    """The path of the packaged maxabs INC config for ``mode``."""
+    return Path(str(resources.files("lightning_hpu.fp8") / "configs" / DEFAULT_CONFIGS[mode]))
+
 
 _INC_MODULE = "neural_compressor.torch.quantization"
 

@@ -1,7 +1,7 @@
 """HPU plugins: checkpoint IO and precision (also under DeepSpeed)."""
 
+from lightning_hpu.fabric.plugins.checkpoint_io import HPUCheckpointIO
 from lightning_hpu.plugins.async_checkpoint_io import HPUAsyncCheckpointIO
-from lightning_hpu.plugins.checkpoint_io import HPUCheckpointIO
 from lightning_hpu.plugins.deepspeed_precision import HPUDeepSpeedPrecisionPlugin
 from lightning_hpu.plugins.fsdp_precision import HPUFSDPPrecisionPlugin
 from lightning_hpu.plugins.model_parallel_precision import HPUModelParallelPrecisionPlugin

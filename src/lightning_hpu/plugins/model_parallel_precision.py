@@ -17,6 +17,6 @@ class HPUModelParallelPrecisionPlugin(HPUPrecisionPlugin):
 
     @override
     def clip_grad_by_norm(self, optimizer: Optimizer, clip_val: int | float) -> None:
-        from lightning_hpu.strategies.sharding import clip_grad_norm_across_meshes  # the strategies import plugins
+        from lightning_hpu.distributed.sharding import clip_grad_norm_across_meshes  # the strategies import plugins
 
         clip_grad_norm_across_meshes(list(self.main_params(optimizer)), float(clip_val))

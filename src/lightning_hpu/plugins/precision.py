@@ -10,10 +10,10 @@ from lightning.pytorch.plugins.precision.precision import Precision
 from torch.optim import Optimizer
 from typing_extensions import override
 
-from lightning_hpu.fabric.precision import HPUPrecision, HPUPrecisionInput
+from lightning_hpu.fabric.plugins.lightning_habana_arguments import HPU_DEVICE
+from lightning_hpu.fabric.plugins.precision import HPUPrecision, HPUPrecisionInput
 from lightning_hpu.fp8.engine import LayerFilter
-from lightning_hpu.migration import HPU_DEVICE
-from lightning_hpu.optimizers import clip_grad_norm
+from lightning_hpu.fused_optimizers import clip_grad_norm
 
 
 class HPUPrecisionPlugin(Precision, HPUPrecision):

@@ -38,6 +38,7 @@ BRIDGE_OPTION_KEYS = frozenset(
     }
 )
 
+
 class CompileInLazyModeError(RuntimeError):
     """``torch.compile`` was asked for while the HPU runs in the legacy lazy mode."""
 

@@ -1,9 +1,10 @@
-"""HPU strategies for the Lightning Trainer."""
+"""HPU strategies for the Lightning Trainer, one module each, as for Fabric (:mod:`lightning_hpu.fabric.strategies`)."""
 
+from lightning_hpu.fabric.strategies.hccl import FabricHCCLCollectivesHooks
+from lightning_hpu.strategies.base import HPUStrategyHooks, mark_step
 from lightning_hpu.strategies.deepspeed import HPUDeepSpeedStrategy
 from lightning_hpu.strategies.fsdp import HPUFSDPStrategy
-from lightning_hpu.strategies.hccl import FabricHCCLCollectivesHooks, HCCLCollectivesHooks
-from lightning_hpu.strategies.lazy_mode import HPUStrategyHooks, mark_step
+from lightning_hpu.strategies.hccl import HCCLCollectivesHooks
 from lightning_hpu.strategies.model_parallel import HPUModelParallelStrategy
 from lightning_hpu.strategies.parallel import HPUParallelStrategy
 from lightning_hpu.strategies.sigterm import SigtermAgreement

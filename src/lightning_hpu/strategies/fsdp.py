@@ -21,10 +21,11 @@ from torch.nn import Module
 from torch.optim import Optimizer
 from typing_extensions import override
 
+from lightning_hpu.distributed import fsdp_state, sharding
+from lightning_hpu.distributed.hccl import init_hccl_process_group
 from lightning_hpu.plugins.fsdp_precision import HPUFSDPPrecisionPlugin
-from lightning_hpu.strategies import fsdp_state, sharding
-from lightning_hpu.strategies.hccl import HCCLCollectiveOps, init_hccl_process_group
-from lightning_hpu.strategies.lazy_mode import HPUStrategyHooks
+from lightning_hpu.strategies.base import HPUStrategyHooks
+from lightning_hpu.strategies.hccl import HCCLCollectiveOps
 
 
 class HPUFSDPStrategy(HPUStrategyHooks, HCCLCollectiveOps, FSDPStrategy):
@@ -80,14 +81,7 @@ class HPUFSDPStrategy(HPUStrategyHooks, HCCLCollectiveOps, FSDPStrategy):
         ParallelStrategy.setup_environment(self)  # the accelerator; FSDPStrategy's process group assumes CUDA
         reset_seed()
         self.set_world_ranks()
-        self._process_group_backend = init_hccl_process_group(
-            self.cluster_environment,
-            self.world_size,
-            self.global_rank,
-            self.local_rank,
-            self._process_group_backend,
-            self._timeout,
-        )
+        self._process_group_backend = init_hccl_process_group(self)
         sharding.set_fsdp_device_mesh(self.kwargs, self.sharding_strategy, self.num_nodes, self.num_processes)
 
     def _fsdp_kwargs(self) -> dict[str, Any]:
@@ -161,11 +155,4 @@ class HPUFSDPStrategy(HPUStrategyHooks, HCCLCollectiveOps, FSDPStrategy):
     @classmethod
     @override
     def register_strategies(cls, strategy_registry: _StrategyRegistry) -> None:
-        description = f"{cls.__name__}: fully sharded data parallel over HCCL"
-        strategy_registry.register(cls.strategy_name, cls, description=description)
-        strategy_registry.register(
-            "hpu_fsdp_cpu_offload",
-            cls,
-            description=f"{description}, parameters offloaded to the host",
-            cpu_offload=True,
-        )
+        sharding.register_fsdp_names(cls, strategy_registry)

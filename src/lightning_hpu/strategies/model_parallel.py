@@ -8,10 +8,11 @@ from lightning.fabric.utilities.seed import reset_seed
 from lightning.pytorch.strategies import ModelParallelStrategy
 from typing_extensions import override
 
+from lightning_hpu.distributed import sharding
+from lightning_hpu.distributed.hccl import init_hccl_process_group
 from lightning_hpu.plugins.model_parallel_precision import HPUModelParallelPrecisionPlugin
-from lightning_hpu.strategies import sharding
-from lightning_hpu.strategies.hccl import HCCLCollectiveOps, init_hccl_process_group
-from lightning_hpu.strategies.lazy_mode import HPUStrategyHooks
+from lightning_hpu.strategies.base import HPUStrategyHooks
+from lightning_hpu.strategies.hccl import HCCLCollectiveOps
 
 
 class HPUModelParallelStrategy(HPUStrategyHooks, HCCLCollectiveOps, ModelParallelStrategy):
@@ -44,14 +45,7 @@ class HPUModelParallelStrategy(HPUStrategyHooks, HCCLCollectiveOps, ModelParalle
         super(ModelParallelStrategy, self).setup_environment()  # the accelerator, as Lightning's does here
         reset_seed()
         self.set_world_ranks()
-        self._process_group_backend = init_hccl_process_group(
-            self.cluster_environment,
-            self.world_size,
-            self.global_rank,
-            self.local_rank,
-            self._process_group_backend,
-            self._timeout,
-        )
+        self._process_group_backend = init_hccl_process_group(self)
 
     @override
     def setup(self, trainer: pl.Trainer) -> None:

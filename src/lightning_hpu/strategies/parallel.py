@@ -18,12 +18,12 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.optim import Optimizer
 from typing_extensions import override
 
-from lightning_hpu.strategies.collectives import broadcast_module_states_
-from lightning_hpu.strategies.flat_gradients import OptimizerGradients, all_reduce_gradients_, check_reduce_dtype
-from lightning_hpu.strategies.hccl import HCCLCollectivesHooks, with_gaudi_ddp_defaults
+from lightning_hpu.distributed.collectives import broadcast_module_states_
+from lightning_hpu.distributed.fast_ddp import FastDDPGradients, ddp_arguments, register_parallel_names
+from lightning_hpu.distributed.start_methods import check_start_method
+from lightning_hpu.strategies.base import HPUStrategyHooks
+from lightning_hpu.strategies.hccl import HCCLCollectivesHooks
 from lightning_hpu.strategies.last_batch import LastBatch, LastBatchHooks, check_last_batch
-from lightning_hpu.strategies.lazy_mode import HPUStrategyHooks
-from lightning_hpu.strategies.start_methods import check_start_method
 
 
 class HPUParallelStrategy(HPUStrategyHooks, LastBatchHooks, HCCLCollectivesHooks):
@@ -42,7 +42,7 @@ class HPUParallelStrategy(HPUStrategyHooks, LastBatchHooks, HCCLCollectivesHooks
         fast_ddp: do not wrap the model in ``DistributedDataParallel``; instead, right before each optimizer step
             (after the last backward of a gradient-accumulation cycle, before clipping), average all gradients with
             one all-reduce of a flat, pre-scaled buffer per dtype, allocated once (see
-            :mod:`lightning_hpu.strategies.flat_gradients`). Fewer, larger collectives and no per-bucket hooks;
+            :mod:`lightning_hpu.distributed.flat_gradients`). Fewer, larger collectives and no per-bucket hooks;
             every trainable parameter gets a gradient (zeros where unused). The DDP keyword arguments and
             communication hooks do not apply and are refused.
         reduce_dtype: with ``fast_ddp``, the dtype gradients travel in: ``torch.bfloat16`` halves the bytes sent
@@ -83,27 +83,13 @@ class HPUParallelStrategy(HPUStrategyHooks, LastBatchHooks, HCCLCollectivesHooks
         **kwargs: Any,
     ) -> None:
         check_start_method(start_method, type(self).__name__)
-        check_reduce_dtype(reduce_dtype)
-        if reduce_dtype is not None and not fast_ddp:
-            raise ValueError(
-                "HPUParallelStrategy(reduce_dtype=...) applies to fast_ddp=True only; pass fast_ddp=True, or for DDP"
-                " use ddp_comm_hook=default_hooks.bf16_compress_hook."
-            )
         self.last_batch = check_last_batch(last_batch)
-        if fast_ddp:
-            wrapper_only = {
-                "ddp_comm_hook": ddp_comm_hook,
-                "ddp_comm_wrapper": ddp_comm_wrapper,
-                "model_averaging_period": model_averaging_period,
-            }
-            ignored = [*kwargs, *(name for name, value in wrapper_only.items() if value is not None)]
-            if ignored:
-                raise ValueError(
-                    f"HPUParallelStrategy(fast_ddp=True) does not use DistributedDataParallel, so"
-                    f" {', '.join(ignored)} would have no effect; remove them or set fast_ddp=False."
-                )
-        else:
-            kwargs = with_gaudi_ddp_defaults(kwargs)
+        wrapper_only = {
+            "ddp_comm_hook": ddp_comm_hook,
+            "ddp_comm_wrapper": ddp_comm_wrapper,
+            "model_averaging_period": model_averaging_period,
+        }
+        kwargs = ddp_arguments(fast_ddp, reduce_dtype, kwargs, wrapper_only)
         super().__init__(
             accelerator=accelerator,
             parallel_devices=parallel_devices,
@@ -121,7 +107,7 @@ class HPUParallelStrategy(HPUStrategyHooks, LastBatchHooks, HCCLCollectivesHooks
         )
         self.fast_ddp = fast_ddp
         self.reduce_dtype = reduce_dtype
-        self._flat_gradients = OptimizerGradients(reduce_dtype)
+        self._fast_gradients = FastDDPGradients(reduce_dtype)
         self.pipeline_forward_backward = pipeline_forward_backward
 
     @override
@@ -159,22 +145,17 @@ class HPUParallelStrategy(HPUStrategyHooks, LastBatchHooks, HCCLCollectivesHooks
 
         def closure_then_reduce() -> Any:
             output = closure()
-            all_reduce_gradients_(self._flat_gradients.of(optimizer))
+            self._fast_gradients.reduce(optimizer)
             return output
 
         return closure_then_reduce
 
     @override
     def teardown(self) -> None:
-        self._flat_gradients.clear()
+        self._fast_gradients.clear()
         super().teardown()
 
     @classmethod
     @override
     def register_strategies(cls, strategy_registry: _StrategyRegistry) -> None:
-        description = f"{cls.__name__}: DDP over HCCL on several HPUs and nodes"
-        strategy_registry.register(cls.strategy_name, cls, description=description)
-        strategy_registry.register("hpu_ddp", cls, description=description)
-        strategy_registry.register(
-            "hpu_fast_ddp", cls, description=f"{cls.__name__}: one fused gradient all-reduce per step", fast_ddp=True
-        )
+        register_parallel_names(cls, strategy_registry)

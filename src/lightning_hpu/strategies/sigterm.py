@@ -22,55 +22,13 @@ only rank 0's signal counts.
 
 from __future__ import annotations
 
-import signal
-from datetime import timedelta
-from typing import Any
-
-import torch
-import torch.distributed as dist
-from lightning.fabric.plugins.collectives.torch_collective import default_pg_timeout
 from lightning.fabric.utilities.distributed import _distributed_is_initialized
 from lightning.pytorch.strategies import ParallelStrategy
 from typing_extensions import override
 
-#: Exit status of a process stopped by the agreed SIGTERM: what a shell reports for a process SIGTERM killed.
-SIGTERM_EXIT_CODE = 128 + int(signal.SIGTERM)
+from lightning_hpu.distributed.sigterm import SIGTERM_EXIT_CODE, HostFlagVote, open_vote
 
-
-class HostFlagVote:
-    """Asks "did any rank raise its flag?" once per step over a host-side group; answers one step late.
-
-    :meth:`vote` starts an asynchronous ``MAX`` all-reduce of this rank's flag (one CPU ``int32``, allocated once)
-    and returns the outcome of the vote started at the previous call. All ranks call :meth:`vote` the same number
-    of times, so the ``n``-th call returns the same answer on every rank. The tensor is read and written through a
-    NumPy view: no tensor method, no device, no allocation per vote.
-    """
-
-    def __init__(self, group: Any) -> None:
-        self._group = group
-        self._ballot = torch.zeros(1, dtype=torch.int32)
-        self._ballot_view = self._ballot.numpy()
-        self._options = dist.AllreduceOptions()
-        self._options.reduceOp = dist.ReduceOp(dist.ReduceOp.MAX)
-        self._pending: dist.Work | None = None
-
-    def vote(self, flag: bool) -> bool:
-        """Start this step's vote with ``flag``; return whether any rank's flag was up in the previous vote."""
-        raised = False
-        if self._pending is not None:
-            self._pending.wait()
-            raised = bool(self._ballot_view[0])
-        self._ballot_view[0] = int(flag)
-        # Straight to the gloo group: cheaper than ``dist.all_reduce``'s checks, and never an HCCL collective.
-        self._pending = self._group.allreduce([self._ballot], self._options)
-        return raised
-
-    def close(self) -> None:
-        """Finish the last vote (every rank started it) and release the group."""
-        if self._pending is not None:
-            self._pending.wait()
-            self._pending = None
-        dist.destroy_process_group(self._group)
+__all__ = ["SIGTERM_EXIT_CODE", "HostFlagVote", "SigtermAgreement"]
 
 
 class SigtermAgreement(ParallelStrategy):
@@ -100,8 +58,7 @@ class SigtermAgreement(ParallelStrategy):
         if self._sigterm_vote is None:
             if not _distributed_is_initialized():
                 return self._sigterm_received
-            timeout: timedelta = getattr(self, "_timeout", None) or default_pg_timeout
-            self._sigterm_vote = HostFlagVote(dist.new_group(backend="gloo", timeout=timeout))
+            self._sigterm_vote = open_vote(getattr(self, "_timeout", None))
         return self._sigterm_vote.vote(self._sigterm_received)
 
     @override

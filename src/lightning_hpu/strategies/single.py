@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import torch
 from lightning.fabric.plugins import CheckpointIO
 from lightning.fabric.utilities.types import _DEVICE
 from lightning.pytorch.accelerators.accelerator import Accelerator
@@ -11,9 +10,9 @@ from lightning.pytorch.strategies import SingleDeviceStrategy
 from lightning.pytorch.strategies.strategy import _StrategyRegistry
 from typing_extensions import override
 
-from lightning_hpu.runtime import require_backend
+from lightning_hpu.devices import single_process_device
+from lightning_hpu.strategies.base import HPUStrategyHooks
 from lightning_hpu.strategies.last_batch import LastBatch, LastBatchHooks, check_last_batch
-from lightning_hpu.strategies.lazy_mode import HPUStrategyHooks
 
 
 class SingleHPUStrategy(HPUStrategyHooks, LastBatchHooks, SingleDeviceStrategy):
@@ -40,7 +39,7 @@ class SingleHPUStrategy(HPUStrategyHooks, LastBatchHooks, SingleDeviceStrategy):
     ) -> None:
         self.last_batch = check_last_batch(last_batch)
         super().__init__(
-            device=torch.device(device) if device is not None else torch.device(require_backend().torch_device().type),
+            device=single_process_device(device),
             accelerator=accelerator,
             checkpoint_io=checkpoint_io,
             precision_plugin=precision_plugin,

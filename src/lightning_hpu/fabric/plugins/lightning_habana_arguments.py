@@ -10,12 +10,27 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import Any, Protocol
 
 from torch import nn
 
-if TYPE_CHECKING:
-    from lightning_hpu.fabric.precision import HPUPrecision
+
+class FP8Precision(Protocol):
+    """What :func:`convert_modules` uses of an HPU precision plugin (:class:`~lightning_hpu.HPUPrecision`)."""
+
+    precision: Any
+    fp8_recipe: Any
+    fp8_replace_layers: bool
+
+    @property
+    def is_fp8(self) -> bool: ...
+
+    @staticmethod
+    def _engine() -> ModuleType: ...
+
+    def convert_module(self, module: nn.Module) -> nn.Module: ...
+
 
 #: The device lightning-habana's plugins accepted (and the only one they ran on).
 HPU_DEVICE = "hpu"
@@ -44,7 +59,7 @@ def inc_available() -> bool:
 
 
 def convert_modules(
-    precision: HPUPrecision,
+    precision: FP8Precision,
     module: nn.Module,
     inference: bool = False,
     replace_layers: bool = False,
@@ -77,8 +92,7 @@ def convert_modules(
 
 
 def _convert_for_inference(module: nn.Module, quant: Any, fp8_data_path: str | None) -> nn.Module:
-    from lightning_hpu.fp8.callback import default_config
-    from lightning_hpu.fp8.inference import fp8_measure, fp8_quantize, quantization_api
+    from lightning_hpu.fp8.inference import default_config, fp8_measure, fp8_quantize, quantization_api
 
     if isinstance(quant, bool):
         config: Any = quantization_api().FP8Config.from_json_file(

@@ -14,9 +14,9 @@ from typing import Any
 from lightning.fabric.plugins.precision import DeepSpeedPrecision
 from torch.nn import Module
 
-from lightning_hpu.fabric.precision import PRECISION_ALIASES, HPUPrecision
+from lightning_hpu.fabric.plugins.lightning_habana_arguments import HPU_DEVICE, check_device
+from lightning_hpu.fabric.plugins.precision import PRECISION_ALIASES, HPUPrecision
 from lightning_hpu.fp8.engine import LayerFilter
-from lightning_hpu.migration import HPU_DEVICE, check_device
 
 #: What DeepSpeed itself runs outside the engine's fp8 layers, per fp8 precision.
 DEEPSPEED_PRECISION_OF_FP8 = {"fp8": "bf16-mixed", "fp8-float16": "16-mixed"}
@@ -77,7 +77,8 @@ class FP8DeepSpeedPrecisionHooks:
         quant: bool | str | Mapping[str, Any] | None = True,
         fp8_data_path: str | None = None,
     ) -> Module:
-        """lightning-habana's fp8 conversion (see :func:`lightning_hpu.migration.convert_modules`); fp8 only."""
+        """lightning-habana's fp8 conversion (see
+        :func:`~lightning_hpu.fabric.plugins.lightning_habana_arguments.convert_modules`); fp8 only."""
         if self.fp8 is None:
             raise ValueError(
                 f"convert_modules() applies to precision='fp8' only, but this plugin's precision is {self.precision!r}."

@@ -19,7 +19,7 @@ from typing import Any
 from torch.nn import Module
 from torch.optim import Optimizer
 
-from lightning_hpu.strategies.sharding import fsdp_device
+from lightning_hpu.distributed.sharding import fsdp_device
 
 
 def offload_to_host() -> bool:
@@ -106,7 +106,7 @@ def save_fabric_state(path: Path, state: Mapping[str, Any], full: bool, rank: in
     from lightning.fabric.utilities.load import _METADATA_FILENAME
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 
-    from lightning_hpu.plugins.checkpoint_io import to_host, write_atomically
+    from lightning_hpu.checkpoint_files import to_host, write_atomically
 
     module = _the_fsdp_module(state)
     converted: dict[str, Any] = {}

@@ -5,7 +5,9 @@
 lightning-habana 1.7 (``pytorch.*``, ``fabric.*``, ``utils.*``). These modules hold no code of their own: each name
 resolves, when first read, to the class or function README's "Coming from lightning-habana" table names, and a name
 that was not carried over fails its import with one sentence saying what to use instead. A finder placed behind
-every real one on ``sys.meta_path`` serves them, so a module of this package that exists as a file always wins.
+every real one on ``sys.meta_path`` serves them, so a module of this package that exists as a file always wins:
+``lightning_hpu.fabric.strategies.{parallel,single,fsdp}`` and ``lightning_hpu.fabric.plugins.{precision,
+fsdp_precision}`` are such real modules, holding the classes lightning-habana's modules of those names exported.
 """
 
 from __future__ import annotations
@@ -42,17 +44,16 @@ _FABRIC: dict[str, Target] = {
     "HPUDDPStrategy": "lightning_hpu.fabric.strategies:HPUParallelStrategy",
     "HPUParallelStrategy": "lightning_hpu.fabric.strategies:HPUParallelStrategy",
     "SingleHPUStrategy": "lightning_hpu.fabric.strategies:SingleHPUStrategy",
-    "HPUFSDPStrategy": "lightning_hpu.fabric.sharded_strategies:HPUFSDPStrategy",
+    "HPUFSDPStrategy": "lightning_hpu.fabric.strategies:HPUFSDPStrategy",
     "HPUPrecision": "lightning_hpu:HPUPrecision",
-    "HPUFSDPPrecision": "lightning_hpu.fabric.fsdp_precision:HPUFSDPPrecision",
+    "HPUFSDPPrecision": "lightning_hpu.fabric.plugins.fsdp_precision:HPUFSDPPrecision",
     "HPUCheckpointIO": "lightning_hpu:HPUCheckpointIO",
 }
 
 
 def _accelerator() -> Any:
-    from lightning_hpu import HPUAccelerator
-
-    return HPUAccelerator
+    """The Trainer's accelerator, looked up like every target (this module stays below the Trainer layer)."""
+    return resolve("lightning_hpu:HPUAccelerator")
 
 
 def _fp8_available() -> tuple[bool, str]:
@@ -113,17 +114,11 @@ MODULES: dict[str, dict[str, Target]] = {
     "lightning_hpu.pytorch.datamodule": {},
     "lightning_hpu.pytorch.datamodule.datamodule": {},
     "lightning_hpu.fabric.strategies.ddp": _pick(_FABRIC, ["HPUDDPStrategy"]),
-    "lightning_hpu.fabric.strategies.parallel": _pick(_FABRIC, ["HPUParallelStrategy"]),
-    "lightning_hpu.fabric.strategies.single": _pick(_FABRIC, ["SingleHPUStrategy"]),
-    "lightning_hpu.fabric.strategies.fsdp": _pick(_FABRIC, ["HPUFSDPStrategy"]),
-    "lightning_hpu.fabric.plugins": _pick(_FABRIC, ["HPUPrecision", "HPUFSDPPrecision", "HPUCheckpointIO"]),
-    "lightning_hpu.fabric.plugins.precision": _pick(_FABRIC, ["HPUPrecision"]),
-    "lightning_hpu.fabric.plugins.fsdp_precision": _pick(_FABRIC, ["HPUFSDPPrecision"]),
     "lightning_hpu.fabric.plugins.io_plugin": _pick(_FABRIC, ["HPUCheckpointIO"]),
     "lightning_hpu.utils": {},
     "lightning_hpu.utils.resources": _RESOURCES,
     "lightning_hpu.utils.hpu_distributed": {
-        "supported_reduce_ops": "lightning_hpu.strategies.collectives:HCCL_OPS_BY_NAME",
+        "supported_reduce_ops": "lightning_hpu.distributed.collectives:HCCL_OPS_BY_NAME",
     },
 }
 

@@ -11,7 +11,7 @@ The differences met so far, and where each is handled (none needs a branch yet):
 * torch 2.9 routes a coalesced tensor reduce-scatter (FSDP's ``_coalescing_manager``) through
   ``ProcessGroup.reduce_scatter_tensor_coalesced``, torch 2.13 through ``reduce_scatter_single_coalesced``: the
   stand-in's ``"hccl"`` group overrides both names, so HCCL's reduce-op check runs on every torch
-  (``runtime/standin/process_group.py``; no branch needed).
+  (``gaudi_standin/process_group.py``; no branch needed).
 * torch 2.9's ``mse_loss`` backward refuses inputs of two dtypes ("Found dtype BFloat16 but expected Float"), which
   torch 2.13 accepts; under ``precision="bf16-true"`` the batch arrives in bf16, so a loss on a float32 output needs
   both sides cast (``examples/precision.py`` does). User code, nothing for the package to change.

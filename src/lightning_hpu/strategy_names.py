@@ -1,4 +1,4 @@
-"""What Lightning's strategy and profiler names mean with an HPU accelerator: the tables, for the Trainer and Fabric.
+"""What Lightning's strategy names mean with an HPU accelerator: the tables, for the Trainer and Fabric.
 
 A Lightning strategy name is registered with a strategy class and preset settings (``"deepspeed_stage_2"`` is
 ``DeepSpeedStrategy`` with ``stage=2``). With ``accelerator="hpu"``, :data:`HPU_STRATEGY_TWINS` says, per Lightning
@@ -68,12 +68,6 @@ REFUSED_SETTINGS: dict[tuple[str, Any], Refusal] = {
 #: Strategy objects of other projects that run on HPU as an HPU twin, by the module their class comes from: the
 #: function (lazily imported, so that the other project stays optional) that builds the twin from the object.
 HPU_STRATEGY_OBJECT_TWINS: dict[str, str] = {"ray.train.lightning": "lightning_hpu.ray.twins:hpu_twin_of"}
-
-#: Profiler names of ``Trainer(profiler=...)`` added to Lightning's, and the class each builds (lazily imported).
-HPU_PROFILERS: dict[str, str] = {"hpu": "lightning_hpu.profiler:HPUProfiler"}
-
-#: Lightning 2.6's own profiler names (``Trainer(profiler=...)``), against which misspelt HPU names are told apart.
-LIGHTNING_PROFILERS = ("simple", "advanced", "pytorch", "xla")
 
 
 def _family(strategy_cls: type) -> HPUTwin | Refusal:

@@ -24,8 +24,9 @@ from typing_extensions import override
 
 from lightning_hpu.autocast_ops import set_autocast_op_lists
 from lightning_hpu.device_rules import check_fp8_supported, check_fp16_supported
+from lightning_hpu.fabric.plugins import lightning_habana_arguments
+from lightning_hpu.fabric.plugins.lightning_habana_arguments import HPU_DEVICE, check_device
 from lightning_hpu.fp8.engine import LayerFilter, make_recipe, replace_linear_layers
-from lightning_hpu.migration import HPU_DEVICE, check_device
 from lightning_hpu.runtime import HPUConfigurationError, require_backend
 from lightning_hpu.suggestions import closest_name
 
@@ -162,9 +163,7 @@ class HPUPrecision(Precision):
     @property
     def fp8_inference_available(self) -> bool:
         """lightning-habana's flag: fp8 inference runs (an fp8 precision, and Intel Neural Compressor imports)."""
-        from lightning_hpu import migration
-
-        return self.is_fp8 and migration.inc_available()
+        return self.is_fp8 and lightning_habana_arguments.inc_available()
 
     @property
     def is_true_half(self) -> bool:
@@ -203,13 +202,14 @@ class HPUPrecision(Precision):
         quant: bool | str | Mapping[str, Any] | None = True,
         fp8_data_path: str | None = None,
     ) -> Module:
-        """lightning-habana's fp8 conversion, for code that calls it (:func:`lightning_hpu.migration.convert_modules`).
+        """lightning-habana's fp8 conversion, for code that calls it
+        (:func:`~lightning_hpu.fabric.plugins.lightning_habana_arguments.convert_modules`).
 
         Not needed otherwise: with ``precision="fp8"`` the Trainer and Fabric convert the model themselves.
         """
-        from lightning_hpu import migration
-
-        return migration.convert_modules(self, module, inference, replace_layers, recipe, quant, fp8_data_path)
+        return lightning_habana_arguments.convert_modules(
+            self, module, inference, replace_layers, recipe, quant, fp8_data_path
+        )
 
     @override
     def tensor_init_context(self) -> AbstractContextManager:

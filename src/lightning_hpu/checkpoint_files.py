@@ -1,4 +1,7 @@
-"""Temporary checkpoint files: named after their writer, and removed once that writer is gone.
+"""Writing checkpoint files: host copies of the tensors, atomic writes, and temporary files removed once their
+writer is gone.
+
+:func:`write_atomically` is how every HPU checkpoint file is written (the checkpoint IO plugins, FSDP state).
 
 A save writes ``.<name>.<host>.<pid>.<start>.<token>.tmp`` beside the checkpoint and renames it over the checkpoint
 when complete. A process killed mid-save (SIGKILL, OOM killer, preemption) cannot remove its file; the next save to
@@ -19,6 +22,11 @@ import re
 import socket
 import uuid
 from pathlib import Path
+from typing import Any
+
+import torch
+from lightning.fabric.utilities.apply_func import apply_to_collection
+from lightning.fabric.utilities.types import _PATH
 
 _SUFFIX = ".tmp"
 _NAME = re.compile(r"^\.(?P<name>.+)\.(?P<host>[A-Za-z0-9-]+)\.(?P<pid>\d+)\.(?P<start>\d+)\.[0-9a-f]{8}\.tmp$")
@@ -110,3 +118,38 @@ def remove_orphaned_temporary_files(directory: str | os.PathLike[str]) -> list[P
                 os.unlink(entry.path)
                 removed.append(Path(entry.path))
     return removed
+
+
+def to_host(obj: Any) -> Any:
+    """Copy every tensor in ``obj`` to a plain CPU tensor, so the checkpoint loads on a machine without HPU."""
+    return apply_to_collection(obj, torch.Tensor, lambda tensor: tensor.detach().to("cpu"))
+
+
+def write_atomically(obj: Any, path: _PATH) -> None:
+    """``torch.save`` to a temporary file beside ``path``, flush it to disk, then rename it over ``path``.
+
+    An exception mid-save removes the temporary file; a killed process cannot, so each save first removes the
+    temporary files that writers on this host which no longer run left in the directory
+    (:func:`remove_orphaned_temporary_files`). Either way the previous file at
+    ``path`` stays intact until the new one is complete.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    remove_orphaned_temporary_files(target.parent)
+    temporary = temporary_path(target)
+    try:
+        with open(temporary, "wb") as file:
+            torch.save(obj, file)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            temporary.unlink()
+        raise
+    with contextlib.suppress(OSError):
+        directory = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)

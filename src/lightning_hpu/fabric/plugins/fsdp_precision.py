@@ -29,8 +29,8 @@ from lightning.fabric.plugins.precision.fsdp import FSDPPrecision
 from typing_extensions import override
 
 from lightning_hpu.device_rules import check_fp16_supported
-from lightning_hpu.fabric.precision import normalize_precision
-from lightning_hpu.migration import HPU_DEVICE, check_device
+from lightning_hpu.fabric.plugins.lightning_habana_arguments import HPU_DEVICE, check_device
+from lightning_hpu.fabric.plugins.precision import normalize_precision
 from lightning_hpu.runtime import HPUConfigurationError, require_backend
 
 #: Why ``precision="fp8"`` is refused with FSDP: Intel documents fp8 training (its Transformer Engine) on one HPU, with

@@ -197,3 +197,11 @@ def clip_grad_norm_across_meshes(parameters: Any, max_norm: float) -> torch.Tens
         for grad in grads:
             grad.mul_(scale)
     return total
+
+
+def register_fsdp_names(strategy_cls: type, strategy_registry: Any) -> None:
+    """Register an ``HPUFSDPStrategy`` (Trainer or Fabric) as ``hpu_fsdp`` and ``hpu_fsdp_cpu_offload``."""
+    description = f"{strategy_cls.__name__}: fully sharded data parallel over HCCL"
+    strategy_registry.register(strategy_cls.strategy_name, strategy_cls, description=description)  # type: ignore[attr-defined]
+    offload = f"{description}, parameters offloaded to the host"
+    strategy_registry.register("hpu_fsdp_cpu_offload", strategy_cls, description=offload, cpu_offload=True)

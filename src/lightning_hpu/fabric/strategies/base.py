@@ -1,0 +1,74 @@
+"""What every HPU strategy (Trainer and Fabric) does around the steps: ``mark_step`` placement and checkpoint IO.
+
+In lazy mode the HPU accumulates ops into a graph and runs it at ``mark_step``. The strategies mark a step after
+each backward (the graph of forward + backward runs while the host prepares the optimizer step), after each
+optimizer step, and (Trainer) before and after each evaluation step. In eager mode, the default of current Gaudi
+software (``PT_HPU_LAZY_MODE`` unset or ``0``), every ``mark_step`` is a no-op. Checkpoints go through
+:class:`~lightning_hpu.HPUCheckpointIO` (host copies, atomic writes) unless another IO is given. Mix these classes
+in before the Lightning strategy they extend; the Trainer's twin is :mod:`lightning_hpu.strategies.base`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from lightning.fabric.plugins.io.checkpoint_io import CheckpointIO
+from lightning.fabric.strategies.strategy import Strategy
+from lightning.fabric.utilities.types import Optimizable
+from torch import Tensor
+from torch.nn import Module
+from typing_extensions import override
+
+from lightning_hpu.fabric.plugins.checkpoint_io import HPUCheckpointIO
+from lightning_hpu.runtime import require_backend
+
+_T = TypeVar("_T")
+
+
+def mark_step() -> None:
+    """Flush the lazy graph of the active backend (a no-op in eager mode)."""
+    require_backend().mark_step()
+
+
+def between_mark_steps(step: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    """Run a step as a graph of its own: a step is marked before and after it."""
+    mark_step()
+    output = step(*args, **kwargs)
+    mark_step()
+    return output
+
+
+def with_hpu_checkpoint_io(io: CheckpointIO | None) -> CheckpointIO:
+    """``io``, with :class:`HPUCheckpointIO` where it is missing: as the default, and inside a wrapper (an IO with a
+    ``checkpoint_io`` attribute, such as the Trainer's ``AsyncCheckpointIO()``) that was given no IO to wrap."""
+    if io is None:
+        return HPUCheckpointIO()
+    if getattr(io, "checkpoint_io", HPUCheckpointIO) is None:
+        io.checkpoint_io = HPUCheckpointIO()  # type: ignore[attr-defined]  # a wrapper, as checked
+    return io
+
+
+class FabricHPUStrategyHooks(Strategy):
+    """Fabric strategy mixin: ``mark_step`` after backward and optimizer step, :class:`HPUCheckpointIO`."""
+
+    @property
+    @override
+    def checkpoint_io(self) -> CheckpointIO:
+        self._checkpoint_io = with_hpu_checkpoint_io(self._checkpoint_io)
+        return self._checkpoint_io
+
+    @checkpoint_io.setter
+    def checkpoint_io(self, io: CheckpointIO | None) -> None:
+        self._checkpoint_io = io
+
+    @override
+    def backward(self, tensor: Tensor, module: Module | None, *args: Any, **kwargs: Any) -> None:
+        super().backward(tensor, module, *args, **kwargs)
+        mark_step()
+
+    @override
+    def optimizer_step(self, optimizer: Optimizable, **kwargs: Any) -> Any:
+        output = super().optimizer_step(optimizer, **kwargs)
+        mark_step()
+        return output

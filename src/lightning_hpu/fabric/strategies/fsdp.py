@@ -1,0 +1,122 @@
+"""Fabric FSDP over HCCL; the Trainer's twin is :mod:`lightning_hpu.strategies.fsdp`.
+
+Both share their code (:mod:`lightning_hpu.distributed.sharding`, :mod:`lightning_hpu.distributed.fsdp_state`):
+HCCL process group, eager mode only, FSDP on this process's HPU, HCCL-safe ``all_reduce``/``all_gather``/
+``broadcast``, sharded checkpoints through ``torch.distributed.checkpoint``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+from lightning.fabric.plugins import Precision
+from lightning.fabric.strategies import FSDPStrategy, ParallelStrategy
+from lightning.fabric.strategies.fsdp import _is_sharded_checkpoint
+from lightning.fabric.strategies.registry import _StrategyRegistry
+from lightning.fabric.utilities.types import _PATH
+from torch.nn import Module
+from torch.optim import Optimizer
+from typing_extensions import override
+
+from lightning_hpu.distributed import fsdp_state, sharding
+from lightning_hpu.fabric.plugins.fsdp_precision import HPUFSDPPrecision
+from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks
+from lightning_hpu.fabric.strategies.hccl import FabricHCCLCollectiveOps, HCCLProcessGroup
+
+
+class HPUFSDPStrategy(FabricHPUStrategyHooks, FabricHCCLCollectiveOps, HCCLProcessGroup, FSDPStrategy):
+    """Fabric FSDP over HCCL (``strategy="hpu_fsdp"``; ``"fsdp"`` maps here on HPU). Arguments as Lightning's."""
+
+    strategy_name = "hpu_fsdp"
+
+    @staticmethod
+    def hpu_precision(precision: str) -> HPUFSDPPrecision:
+        """The precision plugin the connector gives this strategy for ``Fabric(precision=...)`` on HPU."""
+        return HPUFSDPPrecision(precision)
+
+    @property
+    @override
+    def precision(self) -> HPUFSDPPrecision:
+        plugin = self._precision
+        if plugin is None:
+            plugin = self._precision = HPUFSDPPrecision("32-true")
+        if not isinstance(plugin, HPUFSDPPrecision):
+            raise TypeError(f"HPUFSDPStrategy needs an HPUFSDPPrecision, got {type(plugin).__name__}.")
+        return plugin
+
+    @precision.setter
+    def precision(self, precision: Precision | None) -> None:
+        if precision is not None and not isinstance(precision, HPUFSDPPrecision):
+            raise TypeError(
+                f"HPUFSDPStrategy needs an HPUFSDPPrecision, got {type(precision).__name__}; pass"
+                " Fabric(precision=...) or plugins=[HPUFSDPPrecision(...)]."
+            )
+        self._precision = precision
+
+    @override
+    def _configure_launcher(self) -> None:
+        sharding.check_before_launch(
+            self.strategy_name, self.num_nodes, self.num_processes, sharding_strategy=self.sharding_strategy
+        )
+        super()._configure_launcher()
+
+    @override
+    def setup_environment(self) -> None:
+        ParallelStrategy.setup_environment(self)  # the accelerator; FSDPStrategy's process group assumes CUDA
+        self._setup_distributed()
+        sharding.set_fsdp_device_mesh(self._fsdp_kwargs, self.sharding_strategy, self.num_nodes, self.num_processes)
+
+    def _wrap_kwargs(self) -> dict[str, Any]:
+        return {
+            "cpu_offload": self.cpu_offload,
+            "mixed_precision": self.mixed_precision_config,
+            "sharding_strategy": self.sharding_strategy,
+            **self._fsdp_kwargs,
+        }
+
+    @override
+    def setup_module(self, module: Module) -> Module:
+        return sharding.wrap_fsdp(
+            module, activation_checkpointing_kwargs=self._activation_checkpointing_kwargs, **self._wrap_kwargs()
+        )
+
+    @override
+    def module_sharded_context(self) -> AbstractContextManager:
+        return sharding.fsdp_wrap_context(**self._wrap_kwargs())
+
+    @override
+    def save_checkpoint(
+        self,
+        path: _PATH,
+        state: dict[str, Module | Optimizer | Any],
+        storage_options: Any | None = None,
+        filter: dict[str, Callable[[str, Any], bool]] | None = None,
+    ) -> None:
+        """Save like Lightning's Fabric FSDP (a file for ``state_dict_type="full"``, else a folder of shards)."""
+        if storage_options is not None or filter is not None:
+            raise TypeError("HPUFSDPStrategy.save_checkpoint takes neither `storage_options` nor `filter`.")
+        target = Path(self.broadcast(path))
+        fsdp_state.save_fabric_state(target, state, full=self._state_dict_type == "full", rank=self.global_rank)
+        self.barrier()
+
+    @override
+    def load_checkpoint(
+        self,
+        path: _PATH,
+        state: Module | Optimizer | dict[str, Module | Optimizer | Any] | None = None,
+        strict: bool = True,
+        weights_only: bool | None = None,
+    ) -> dict[str, Any]:
+        """Load a folder of shards through ``torch.distributed.checkpoint``; full files as Lightning does."""
+        source = Path(self.broadcast(path))
+        if isinstance(state, dict) and _is_sharded_checkpoint(source):
+            return fsdp_state.load_fabric_sharded_state(source, state, strict=strict)
+        return super().load_checkpoint(source, state, strict=strict, weights_only=weights_only)
+
+    @classmethod
+    @override
+    def register_strategies(cls, strategy_registry: _StrategyRegistry) -> None:
+        sharding.register_fsdp_names(cls, strategy_registry)

@@ -1,0 +1,76 @@
+"""Fabric's HCCL mixins: the process group and collectives of :mod:`lightning_hpu.distributed.hccl`.
+
+The twins of the Trainer's :mod:`lightning_hpu.strategies.hccl`: :class:`FabricHCCLCollectivesHooks` for a Fabric
+``DDPStrategy`` subclass, :class:`FabricHCCLCollectiveOps` (collectives and rank watchdog only) for the others, and
+:class:`HCCLProcessGroup` for the strategies that keep Lightning's ``_setup_distributed`` (FSDP, model parallel).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lightning.fabric.strategies import DDPStrategy, ParallelStrategy
+from lightning.fabric.strategies.strategy import TBroadcast
+from lightning.fabric.utilities.seed import reset_seed
+from lightning.fabric.utilities.types import ReduceOp
+from torch import Tensor
+from typing_extensions import override
+
+from lightning_hpu.distributed import collectives, hccl
+from lightning_hpu.distributed.hccl import init_hccl_process_group
+from lightning_hpu.fabric.strategies.rank_watchdog import FabricRankWatchdogHooks
+
+
+class FabricHCCLCollectiveOps(FabricRankWatchdogHooks, ParallelStrategy):
+    """Fabric mixin: ``all_reduce``, ``all_gather`` and ``broadcast`` with the ops and dtypes HCCL runs.
+
+    It also brings :class:`FabricRankWatchdogHooks`, so no rank outlives a failed job.
+    """
+
+    @property
+    def process_group_backend(self) -> str | None:
+        """``"hccl"`` (or the backend passed), known before the process group exists, as lightning-habana's was."""
+        return hccl.process_group_backend(self)
+
+    @override
+    def all_reduce(
+        self, tensor: Tensor | Any, group: Any | None = None, reduce_op: ReduceOp | str | None = "mean"
+    ) -> Tensor | Any:
+        return collectives.all_reduce_if_tensor(tensor, group=group, reduce_op=reduce_op)
+
+    @override
+    def all_gather(self, tensor: Tensor, group: Any | None = None, sync_grads: bool = False) -> Tensor:
+        return collectives.all_gather(tensor, group=group, sync_grads=sync_grads)
+
+    @override
+    def broadcast(self, obj: TBroadcast, src: int = 0) -> TBroadcast:
+        return collectives.broadcast_object(obj, src=src, device=self.root_device)
+
+
+class FabricHCCLCollectivesHooks(FabricHCCLCollectiveOps, DDPStrategy):
+    """Fabric mixin: HCCL process group and HCCL-safe collectives for a Fabric ``DDPStrategy`` subclass."""
+
+    @override
+    def _setup_distributed(self) -> None:
+        self._set_world_ranks()
+        self._process_group_backend = init_hccl_process_group(self)
+
+    @override
+    def _get_process_group_backend(self) -> str:
+        return hccl.hccl_backend_name(self)
+
+    @override
+    def _determine_ddp_device_ids(self) -> list[int] | None:
+        return None
+
+
+class HCCLProcessGroup(ParallelStrategy):
+    """Fabric mixin: the default process group over HCCL, for strategies that keep Lightning's
+    ``_setup_distributed`` name (FSDP and model parallel)."""
+
+    _process_group_backend: str | None
+
+    def _setup_distributed(self) -> None:
+        reset_seed()
+        self._set_world_ranks()  # type: ignore[attr-defined]
+        self._process_group_backend = init_hccl_process_group(self)

@@ -1,0 +1,154 @@
+"""Fabric on several HPUs and nodes: DDP over HCCL, and fast DDP; the Trainer's twin is
+:mod:`lightning_hpu.strategies.parallel`."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from datetime import timedelta
+from typing import Any
+
+import torch
+from lightning.fabric.accelerators import Accelerator
+from lightning.fabric.plugins import CheckpointIO, ClusterEnvironment, Precision
+from lightning.fabric.plugins.collectives.torch_collective import default_pg_timeout
+from lightning.fabric.strategies.registry import _StrategyRegistry
+from lightning.fabric.strategies.strategy import _BackwardSyncControl
+from lightning.fabric.utilities.types import Optimizable
+from torch import Tensor
+from torch.nn import Module
+from torch.optim import Optimizer
+from typing_extensions import override
+
+from lightning_hpu.distributed.collectives import broadcast_module_states_
+from lightning_hpu.distributed.fast_ddp import FastDDPGradients, ddp_arguments, register_parallel_names
+from lightning_hpu.distributed.start_methods import check_start_method
+from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks
+from lightning_hpu.fabric.strategies.hccl import FabricHCCLCollectivesHooks
+
+
+class _FastDDPBackwardSyncControl(_BackwardSyncControl):
+    """``fabric.no_backward_sync`` under fast DDP: gradients stay local, and no reduce runs inside the block."""
+
+    def __init__(self) -> None:
+        self.blocked = False
+
+    @override
+    def no_backward_sync(self, module: Module, enabled: bool) -> AbstractContextManager:
+        return self._blocked() if enabled else nullcontext()
+
+    @contextmanager
+    def _blocked(self) -> Generator[None, None, None]:
+        self.blocked = True
+        try:
+            yield
+        finally:
+            self.blocked = False
+
+
+class HPUParallelStrategy(FabricHPUStrategyHooks, FabricHCCLCollectivesHooks):
+    """Fabric strategy for several HPUs and nodes: DDP over HCCL (``strategy="hpu_parallel"`` or ``"hpu_ddp"``).
+
+    ``**kwargs`` go to ``DistributedDataParallel`` (``bucket_cap_mb``, ``gradient_as_bucket_view``,
+    ``static_graph``, ``find_unused_parameters``), with the same Gaudi defaults as the Trainer's
+    :class:`lightning_hpu.HPUParallelStrategy` (``bucket_cap_mb=230``, ``gradient_as_bucket_view=True``);
+    ``start_method`` is ``"popen"`` or ``"spawn"``.
+
+    Args:
+        fast_ddp: (``strategy="hpu_fast_ddp"``) do not wrap the model in ``DistributedDataParallel``: ``fabric.setup``
+            copies rank 0's weights everywhere, and the gradients of all ``fabric.backward`` calls since the last
+            step are averaged with one pre-scaled all-reduce per dtype, at the first of ``fabric.clip_gradients``
+            or the wrapped ``optimizer.step()``. Nothing is reduced inside ``fabric.no_backward_sync``.
+        reduce_dtype: with ``fast_ddp``, the dtype gradients travel in (``torch.bfloat16`` halves the bytes sent;
+            the result is cast back), as for the Trainer's strategy. ``None``: the gradients' own dtype.
+    """
+
+    strategy_name = "hpu_parallel"
+
+    def __init__(
+        self,
+        accelerator: Accelerator | None = None,
+        parallel_devices: list[torch.device] | None = None,
+        cluster_environment: ClusterEnvironment | None = None,
+        checkpoint_io: CheckpointIO | None = None,
+        precision: Precision | None = None,
+        process_group_backend: str | None = None,
+        timeout: timedelta | None = default_pg_timeout,
+        fast_ddp: bool = False,
+        reduce_dtype: torch.dtype | None = None,
+        start_method: str = "popen",
+        **kwargs: Any,
+    ) -> None:
+        check_start_method(start_method, type(self).__name__)
+        ddp_kwargs = ddp_arguments(fast_ddp, reduce_dtype, kwargs)
+        super().__init__(
+            accelerator=accelerator,
+            parallel_devices=parallel_devices,
+            cluster_environment=cluster_environment,
+            checkpoint_io=checkpoint_io,
+            precision=precision,
+            process_group_backend=process_group_backend,
+            timeout=timeout,
+            start_method=start_method,  # type: ignore[arg-type]  # checked above
+            **ddp_kwargs,
+        )
+        self.fast_ddp = fast_ddp
+        self.reduce_dtype = reduce_dtype
+        self._fast_sync = _FastDDPBackwardSyncControl()
+        if fast_ddp:
+            self._backward_sync_control = self._fast_sync
+        self._fast_gradients = FastDDPGradients(reduce_dtype)
+
+    @override
+    def setup_module(self, module: Module) -> Module:  # type: ignore[override]  # fast DDP does not wrap in DDP
+        if not self.fast_ddp:
+            return super().setup_module(module)
+        broadcast_module_states_(module, src=0)
+        return module
+
+    @override
+    def teardown(self) -> None:
+        self._fast_gradients.clear()
+        super().teardown()
+
+    @override
+    def backward(self, tensor: Tensor, module: Module | None, *args: Any, **kwargs: Any) -> None:
+        super().backward(tensor, module, *args, **kwargs)
+        self._fast_gradients.pending = self.fast_ddp
+
+    def reduce_gradients(self, optimizer: Optimizer) -> None:
+        """Fast DDP: average the pending gradients of ``optimizer``'s parameters over all processes, once."""
+        if self._fast_gradients.pending and not self._fast_sync.blocked:
+            self._fast_gradients.reduce(optimizer)
+
+    @override
+    def clip_gradients_norm(
+        self,
+        module: Module,
+        optimizer: Optimizer,
+        max_norm: float | int,
+        norm_type: float | int = 2.0,
+        error_if_nonfinite: bool = True,
+    ) -> Tensor:
+        self.reduce_gradients(optimizer)
+        return super().clip_gradients_norm(module, optimizer, max_norm, norm_type, error_if_nonfinite)
+
+    @override
+    def clip_gradients_value(self, module: Module, optimizer: Optimizer, clip_val: float | int) -> None:
+        self.reduce_gradients(optimizer)
+        super().clip_gradients_value(module, optimizer, clip_val)
+
+    @override
+    def optimizer_step(self, optimizer: Optimizable, **kwargs: Any) -> Any:
+        if isinstance(optimizer, Optimizer):
+            self.reduce_gradients(optimizer)
+        return super().optimizer_step(optimizer, **kwargs)
+
+    @classmethod
+    @override
+    def register_strategies(cls, strategy_registry: _StrategyRegistry) -> None:
+        register_parallel_names(cls, strategy_registry)
+
+
+#: lightning-habana's name for the same class (README, "Coming from lightning-habana").
+HPUDDPStrategy = HPUParallelStrategy

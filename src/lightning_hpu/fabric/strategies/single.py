@@ -1,0 +1,40 @@
+"""Fabric on one HPU; the Trainer's twin is :mod:`lightning_hpu.strategies.single`."""
+
+from __future__ import annotations
+
+from lightning.fabric.accelerators import Accelerator
+from lightning.fabric.plugins import CheckpointIO, Precision
+from lightning.fabric.strategies import SingleDeviceStrategy
+from lightning.fabric.strategies.registry import _StrategyRegistry
+from lightning.fabric.utilities.types import _DEVICE
+from typing_extensions import override
+
+from lightning_hpu.devices import single_process_device
+from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks
+
+
+class SingleHPUStrategy(FabricHPUStrategyHooks, SingleDeviceStrategy):
+    """Fabric strategy for one HPU (``strategy="hpu_single"``)."""
+
+    strategy_name = "hpu_single"
+
+    def __init__(
+        self,
+        device: _DEVICE | None = None,
+        accelerator: Accelerator | None = None,
+        checkpoint_io: CheckpointIO | None = None,
+        precision: Precision | None = None,
+    ) -> None:
+        super().__init__(
+            device=single_process_device(device),
+            accelerator=accelerator,
+            checkpoint_io=checkpoint_io,
+            precision=precision,
+        )
+
+    @classmethod
+    @override
+    def register_strategies(cls, strategy_registry: _StrategyRegistry) -> None:
+        strategy_registry.register(cls.strategy_name, cls, description=f"{cls.__name__}: one HPU")
+        # lightning-habana's Fabric name for it.
+        strategy_registry.register("single_hpu", cls, description=f"{cls.__name__}: one HPU (lightning-habana's name)")

@@ -1,0 +1,264 @@
+"""The patch of the Trainer's ``_AcceleratorConnector`` and Fabric's ``_Connector`` for HPU accelerators.
+
+Each wrapped private method gets one named wrapper below, written once for both connectors: a
+:class:`ConnectorSide` says which connector (and so which registries, strategy classes and attribute names) it is.
+For an HPU accelerator:
+
+* ``accelerator="auto"`` picks HPU when a Gaudi (or the explicitly chosen stand-in) is there;
+* a missing HPU fails with one sentence naming ``LIGHTNING_HPU_BACKEND``, and bad ``devices`` with one naming it;
+* the strategy is an HPU strategy (``hpu_single``, or ``hpu_parallel`` for several devices or nodes), every
+  Lightning strategy name maps to its HPU twin with the name's preset settings or is refused naming the HPU strategy
+  to use (:mod:`lightning_hpu.strategy_names`), Ray Train's strategy objects become their HPU twins
+  (:mod:`lightning_hpu.ray`), and other non-HPU strategy objects are refused;
+* the precision plugin is the HPU one (with DeepSpeed, the HPU DeepSpeed precision, which adds fp8).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from lightning.fabric.strategies import DeepSpeedStrategy as FabricDeepSpeedStrategy
+from lightning.fabric.strategies import Strategy as FabricStrategy
+from lightning.pytorch.strategies import DeepSpeedStrategy, Strategy
+
+from lightning_hpu import strategy_names
+from lightning_hpu.devices import check_devices_syntax
+from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks
+from lightning_hpu.integration.connector_rules import (
+    hpu_precision_name,
+    is_hpu,
+    multi_device,
+    refuse_misspelt_names,
+    strategy_registry,
+    strategy_registry_names,
+)
+from lightning_hpu.integration.wrapping import check_methods, wrap
+from lightning_hpu.runtime import hpu_available, require_backend
+from lightning_hpu.strategies.base import HPUStrategyHooks
+
+#: The connector methods wrapped, checked to exist before anything is patched.
+PATCHED_METHODS = (
+    "_choose_auto_accelerator",
+    "_check_device_config_and_set_final_flags",
+    "_set_parallel_devices_and_init_accelerator",
+    "_choose_strategy",
+    "_check_strategy_and_fallback",
+    "_init_strategy",
+    "_check_and_init_precision",
+    "_check_config_and_set_final_flags",
+)
+
+_Wrapped = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class ConnectorSide:
+    """Which connector a wrapper serves: the Trainer's or Fabric's, and the classes that means."""
+
+    fabric: bool
+
+    @property
+    def owner(self) -> str:
+        """The object the user built, as messages name it."""
+        return "Fabric" if self.fabric else "Trainer"
+
+    @property
+    def hooks_cls(self) -> type:
+        """The base mixin every HPU strategy of this side has."""
+        return FabricHPUStrategyHooks if self.fabric else HPUStrategyHooks
+
+    @property
+    def deepspeed_cls(self) -> type:
+        return FabricDeepSpeedStrategy if self.fabric else DeepSpeedStrategy
+
+    @property
+    def strategy_base(self) -> type:
+        return FabricStrategy if self.fabric else Strategy
+
+
+def check_connector(connector_cls: type) -> None:
+    """Refuse a Lightning whose connector lacks one of :data:`PATCHED_METHODS`."""
+    check_methods(connector_cls, PATCHED_METHODS)
+
+
+def check_config(side: ConnectorSide, original: _Wrapped) -> _Wrapped:
+    """Misspelt names are refused naming the HPU one meant; HPU-only precision names pass Lightning's check."""
+
+    def wrapper(self: Any, *, strategy: Any, accelerator: Any, precision: Any, **kwargs: Any) -> None:
+        refuse_misspelt_names(strategy, accelerator, side.owner, side.fabric)
+        hpu_precision = hpu_precision_name(precision, accelerator, side.owner)
+        # Lightning's check knows only its own names: give it a placeholder that keeps its other checks (a
+        # precision plugin given as well is still refused), then put the HPU name back for the HPU plugin.
+        original(
+            self,
+            strategy=strategy,
+            accelerator=accelerator,
+            precision=precision if hpu_precision is None else "32-true",
+            **kwargs,
+        )
+        if hpu_precision is not None:
+            setattr(self, "_precision_input" if side.fabric else "_precision_flag", hpu_precision)
+
+    return wrapper
+
+
+def choose_auto_accelerator(side: ConnectorSide, original: _Wrapped) -> _Wrapped:
+    """``accelerator="auto"`` means HPU when one is there."""
+
+    def wrapper(*args: Any, **kwargs: Any) -> str:
+        return "hpu" if hpu_available() else original(*args, **kwargs)
+
+    return wrapper
+
+
+def check_devices(side: ConnectorSide, original: _Wrapped) -> _Wrapped:
+    """``devices`` checked for HPU; a strategy's own device count stands in for ``devices="auto"``."""
+
+    def wrapper(self: Any, devices: Any, num_nodes: int) -> None:
+        if is_hpu(self._accelerator_flag) and devices != "auto":
+            check_devices_syntax(devices)
+        named = getattr(self._strategy_flag, "_requested_devices", None)
+        if devices == "auto" and named is not None:
+            # As Lightning does for a strategy's ``parallel_devices``: they, not "auto", set the HPU count.
+            devices = named
+        original(self, devices, num_nodes)
+
+    return wrapper
+
+
+def init_accelerator(side: ConnectorSide, original: _Wrapped) -> _Wrapped:
+    """An HPU accelerator without an HPU fails here, with one sentence."""
+
+    def wrapper(self: Any) -> None:
+        if is_hpu(self._accelerator_flag):
+            require_backend()
+        original(self)
+
+    return wrapper
+
+
+def choose_strategy(side: ConnectorSide, original: _Wrapped) -> _Wrapped:
+    """The automatic strategy on HPU: ``hpu_single``, or ``hpu_parallel`` for several devices or nodes."""
+
+    def wrapper(self: Any) -> Any:
+        if not is_hpu(self._accelerator_flag):
+            return original(self)
+        if multi_device(self):
+            if "hpu_parallel" not in strategy_registry_names(side.fabric):
+                raise ValueError(
+                    "Training on several HPUs needs the 'hpu_parallel' strategy, which this lightning-hpu"
+                    " build does not provide; use devices=1 and num_nodes=1."
+                )
+            return "hpu_parallel"
+        return "hpu_single"
+
+    return wrapper
+
+
+def strategy_fallback(side: ConnectorSide, original: _Wrapped) -> _Wrapped:
+    """A Lightning strategy name (or Ray's strategy object) becomes its HPU twin, or is refused."""
+
+    def wrapper(self: Any) -> None:
+        flag = self._strategy_flag
+        hpu = is_hpu(self._accelerator_flag)
+        if hpu and isinstance(flag, side.strategy_base) and not isinstance(flag, side.hooks_cls):
+            twin_object = strategy_names.hpu_twin_of_object(flag)  # Ray's strategies: their HPU twin, same arguments
+            if twin_object is not None:
+                self._strategy_flag = twin_object
+        if hpu and isinstance(flag, str):
+            registry = strategy_registry(side.fabric)
+            is_hpu_strategy = functools.partial(_is_subclass, base=side.hooks_cls)
+            twin = strategy_names.hpu_strategy_for(flag, registry, is_hpu_strategy, side.owner)
+            if twin is not None:
+                name, settings = twin
+                self._strategy_flag = strategy_names.build_strategy(registry, name, settings) if settings else name
+        original(self)
+
+    return wrapper
+
+
+def _is_subclass(strategy_cls: type, base: type) -> bool:
+    return issubclass(strategy_cls, base)
+
+
+def init_strategy(side: ConnectorSide, original: _Wrapped) -> _Wrapped:
+    """An HPU accelerator runs HPU strategies only, and an HPU strategy runs on an HPU accelerator only."""
+
+    def wrapper(self: Any) -> None:
+        original(self)
+        strategy = self.strategy
+        if is_hpu(self._accelerator_flag) and not isinstance(strategy, side.hooks_cls):
+            raise strategy_names.refuse_strategy_instance(strategy, side.owner)
+        if not is_hpu(self._accelerator_flag) and isinstance(strategy, side.hooks_cls):
+            raise ValueError(
+                f"`{side.owner}(strategy={type(strategy).__name__}(...))` needs accelerator='hpu', but the"
+                f" accelerator is {self._accelerator_flag!r}."
+            )
+        assert isinstance(strategy, side.strategy_base)
+
+    return wrapper
+
+
+def init_precision(side: ConnectorSide, original: _Wrapped) -> _Wrapped:
+    """The HPU precision plugin: the strategy's own (``hpu_precision``), DeepSpeed's, or the plain one."""
+
+    def wrapper(self: Any) -> Any:
+        if not is_hpu(self._accelerator_flag):
+            return original(self)
+        return _fabric_precision(self, side) if side.fabric else _trainer_precision(self, side)
+
+    return wrapper
+
+
+def _fabric_precision(connector: Any, side: ConnectorSide) -> Any:
+    from lightning.fabric.plugins import Precision
+
+    from lightning_hpu.fabric.plugins.deepspeed_precision import HPUDeepSpeedPrecision
+    from lightning_hpu.fabric.plugins.precision import HPUPrecision
+
+    if isinstance(connector._precision_instance, Precision):
+        return connector._precision_instance
+    precision_cls = getattr(connector.strategy, "hpu_precision", None)  # the sharded strategies name theirs
+    if precision_cls is None:
+        deepspeed = isinstance(connector.strategy, side.deepspeed_cls)
+        precision_cls = HPUDeepSpeedPrecision if deepspeed else HPUPrecision
+    return precision_cls(connector._precision_input)
+
+
+def _trainer_precision(connector: Any, side: ConnectorSide) -> Any:
+    from lightning.pytorch.plugins.precision import Precision
+
+    from lightning_hpu.plugins.deepspeed_precision import HPUDeepSpeedPrecisionPlugin
+    from lightning_hpu.plugins.precision import HPUPrecisionPlugin
+
+    connector._validate_precision_choice()
+    if isinstance(connector._precision_plugin_flag, Precision):
+        return connector._precision_plugin_flag
+    precision_plugin_cls = getattr(connector.strategy, "hpu_precision", None)  # the sharded strategies name theirs
+    if precision_plugin_cls is None:
+        deepspeed = isinstance(connector.strategy, side.deepspeed_cls)
+        precision_plugin_cls = HPUDeepSpeedPrecisionPlugin if deepspeed else HPUPrecisionPlugin
+    return precision_plugin_cls(connector._precision_flag)
+
+
+#: Each patched connector method and the wrapper it gets.
+_WRAPPERS: tuple[tuple[str, Callable[[ConnectorSide, _Wrapped], _Wrapped]], ...] = (
+    ("_check_config_and_set_final_flags", check_config),
+    ("_choose_auto_accelerator", choose_auto_accelerator),
+    ("_check_device_config_and_set_final_flags", check_devices),
+    ("_set_parallel_devices_and_init_accelerator", init_accelerator),
+    ("_choose_strategy", choose_strategy),
+    ("_check_strategy_and_fallback", strategy_fallback),
+    ("_init_strategy", init_strategy),
+    ("_check_and_init_precision", init_precision),
+)
+
+
+def install_on(connector_cls: type, fabric: bool) -> None:
+    """Wrap every method of :data:`PATCHED_METHODS` of ``connector_cls`` (the Trainer's or Fabric's connector)."""
+    side = ConnectorSide(fabric)
+    for name, make in _WRAPPERS:
+        wrap(connector_cls, name, functools.partial(make, side))

@@ -19,8 +19,8 @@ from lightning.pytorch import LightningModule, Trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from tests.standin import counters as standin_counters
 from lightning_hpu import HPUCompile, HPUParallelStrategy, HPURecompileMonitor, get_backend
+from tests.standin import counters as standin_counters
 
 SAMPLES = 20  # 10 per rank: batches of 4 leave 2 over
 

@@ -23,7 +23,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from gaudi_standin import runtime as standin_runtime
-from lightning_hpu.runtime import bridge_installed, get_backend
+from lightning_hpu.runtime import bridge_installed
 
 _batch_size, FEATURES, CLASSES, STEPS = 8, 16, 4, 6
 max_graphs = 2

@@ -37,8 +37,8 @@ from lightning.pytorch import LightningModule, Trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_hpu import HPUFSDPStrategy, HPUModelParallelStrategy
 from gaudi_standin import process_group
+from lightning_hpu import HPUFSDPStrategy, HPUModelParallelStrategy
 
 WORLD = 2
 MICRO_BATCH = 4  # per rank

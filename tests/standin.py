@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gaudi_standin import runtime as standin_runtime
-from gaudi_standin.runtime import StandInCounters
+from gaudi_standin.counters import StandInCounters
 from lightning_hpu.runtime import reset_backend as reset_package_backend
 
 

@@ -13,8 +13,8 @@ import pytest
 import torch
 from torch import nn
 
-from lightning_hpu.runtime import settings
 from gaudi_standin.bridge import experimental, hpu
+from lightning_hpu.runtime import settings
 
 
 def _rows(path: Path) -> list[dict[str, str]]:

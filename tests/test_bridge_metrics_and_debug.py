@@ -15,8 +15,8 @@ import torch
 from torch import nn
 
 from gaudi_standin import dynamic_shapes
-from tests.standin import counters as standin_counters
 from gaudi_standin.bridge import debug, hpu, metrics
+from tests.standin import counters as standin_counters
 
 
 @pytest.fixture(autouse=True)
@@ -156,3 +156,43 @@ def test_dynamic_shapes_also_key_torch_compile_recipes(standin: Any) -> None:
     for rows in (5, 6, 7):
         counting([torch.ones(rows, 4)])
     assert standin_counters().compiled_recipes == 3  # one recipe for every size
+
+
+#: Arguments for the debug hooks that take any, as the bridge's own API-usage scripts pass them.
+_DEBUG_ARGUMENTS: dict[str, tuple[Any, ...]] = {
+    "_set_module_name": ("a_module",),
+    "_set_graph_pass": ("cse", False),
+    "_memstat_livealloc": ("live allocations",),
+    "_memstat_devmem_start_collect": ("start", False),
+    "_memstat_devmem_stop_collect": ("stop",),
+    "_hb_print": ("a print",),
+    "_hg_print": ("a graph print",),
+    "_mem_log": ("a memory log point",),
+    "_towl_configure": (True, ""),
+    "_towl_print": ("a trace",),
+    "load_ds_checkpoint": ("buckets.ckpt",),
+    "save_ds_checkpoint": ("buckets.ckpt",),
+}
+
+
+def test_every_debug_hook_of_the_bridge_runs_as_a_gaudi_script_calls_it(
+    lazy_standin: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import inspect
+
+    monkeypatch.setattr(debug, "GRAPH_PASSES", {})
+    hooks = {
+        name: function
+        for name, function in vars(debug).items()
+        if inspect.isfunction(function) and function.__module__ == debug.__name__ and name != "get_tensor_info"
+    }
+    assert len(hooks) >= 40
+    for name, function in sorted(hooks.items()):
+        arguments = _DEBUG_ARGUMENTS.get(name)
+        if arguments is None:
+            parameters = inspect.signature(function).parameters
+            arguments = (False,) if [p for p in parameters.values() if p.default is p.empty] else ()
+        function(*arguments)
+    assert debug.GRAPH_PASSES["replace_views"] is False  # a switch is recorded, and changes nothing else
+    assert debug._mem_log("x") is True
+    dynamic_shapes.set_enabled(False)

@@ -11,7 +11,6 @@ import torch
 from lightning.pytorch import Trainer
 from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler
 
-from tests.standin import counters as standin_counters
 from lightning_hpu import HPUCompile, HPURecompileMonitor
 from lightning_hpu.data import (
     IGNORE_INDEX,
@@ -25,6 +24,7 @@ from lightning_hpu.data import (
 )
 from tests.bucketing_model import BucketedTokenModel, sample_lengths
 from tests.helpers import quiet_trainer_kwargs
+from tests.standin import counters as standin_counters
 from tests.two_device_run import TwoDeviceRun
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,7 +135,6 @@ def test_grouped_batches_are_a_batch_sampler_s_batches_regrouped() -> None:
 
 def _fit_compiled(tmp_path: Any, buckets: list[int], grouped: bool) -> tuple[BucketedTokenModel, int, int]:
     """Fit one epoch compiled with hpu_backend (one static graph per shape); (model, recipes, monitor's total)."""
-    from lightning_hpu.runtime import require_backend
 
     torch._dynamo.reset()
     counters = standin_counters()

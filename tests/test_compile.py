@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import subprocess
 import sys
 import warnings
-import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,9 +20,9 @@ from torch import nn
 from torch._dynamo.utils import counters
 from torch.utils.data import DataLoader, TensorDataset
 
+from gaudi_standin.compile_backend import register_hpu_backend
 from lightning_hpu import HPUCompile, HPUGraphs, HPURecompileMonitor, HPUThroughputMonitor
 from lightning_hpu.compile import CompileInLazyModeError, HPUCompileError
-from gaudi_standin.compile_backend import register_hpu_backend
 from tests.helpers import MetricsSpy, RegressionModel, quiet_trainer_kwargs
 from tests.standin import counters as standin_counters
 

@@ -24,10 +24,10 @@ from lightning.pytorch.plugins import DeepSpeedPrecision
 from lightning.pytorch.strategies import StrategyRegistry
 from lightning.pytorch.utilities.exceptions import MisconfigurationException
 
+from gaudi_standin import runtime as standin_runtime
 from lightning_hpu import HPUAccelerator, HPUDeepSpeedStrategy
 from lightning_hpu.runtime import bridge_emulated, get_backend
 from tests.standin import reset_backend
-from gaudi_standin import runtime as standin_runtime
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "deepspeed_zero.py"

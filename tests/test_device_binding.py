@@ -15,8 +15,8 @@ from lightning.pytorch import Trainer
 
 from lightning_hpu.devices import bind_selected_hpu, remember_device_indices
 from lightning_hpu.runtime import get_backend
-from tests.standin import reset_backend
 from lightning_hpu.strategies.collectives import initialize_hccl
+from tests.standin import reset_backend
 
 
 @pytest.fixture

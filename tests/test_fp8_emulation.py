@@ -15,9 +15,9 @@ from lightning.pytorch import LightningModule, Trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
+from gaudi_standin.bridge import transformer_engine as te
 from lightning_hpu import HPUDeepSpeedPrecisionPlugin, HPUPrecisionPlugin
 from lightning_hpu.runtime import settings
-from gaudi_standin.bridge import transformer_engine as te
 
 E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
 

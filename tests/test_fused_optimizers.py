@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import torch
 
-from tests.standin import counters as standin_counters
-from lightning_hpu import clip_grad_norm, fused_adamw, fused_sgd
 from gaudi_standin.optimizers import FusedAdamW, FusedSGD
+from lightning_hpu import clip_grad_norm, fused_adamw, fused_sgd
+from tests.standin import counters as standin_counters
 
 
 def _params() -> list[torch.nn.Parameter]:

@@ -11,9 +11,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tests.standin import counters as standin_counters
-from lightning_hpu.hpu_graphs import HPUGraph, graph
 from gaudi_standin.optimizers import FusedAdamW, FusedClipNorm, FusedSGD
+from lightning_hpu.hpu_graphs import HPUGraph, graph
+from tests.standin import counters as standin_counters
 
 
 def _net() -> nn.Module:

@@ -17,11 +17,11 @@ import torch.nn.functional as F
 from torch import nn
 
 import gaudi_standin.startup as hook
-from tests.standin import counters as standin_counters
-from lightning_hpu.hpu_graphs import HPUGraph, graph
 from gaudi_standin.bridge import movingavrg, optimizers
 from gaudi_standin.bridge.movingavrg import FusedEMA
 from gaudi_standin.bridge.optimizers import FusedAdagrad, FusedLamb, FusedLars, FusedSGD
+from lightning_hpu.hpu_graphs import HPUGraph, graph
+from tests.standin import counters as standin_counters
 
 
 def _params(dtype: torch.dtype = torch.float64) -> list[nn.Parameter]:

@@ -144,11 +144,7 @@ def test_the_start_up_hook_installs_the_emulation_only_for_the_stand_in() -> Non
 @pytest.fixture
 def private_meta_path(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """A copy of ``sys.meta_path`` without the emulation's finder, restored after the test."""
-    path = [
-        finder
-        for finder in sys.meta_path
-        if not isinstance(finder, (hook.EmulationFinder, hook.AfterImportHook))
-    ]
+    path = [finder for finder in sys.meta_path if not isinstance(finder, (hook.EmulationFinder, hook.AfterImportHook))]
     monkeypatch.setattr(sys, "meta_path", path)
     monkeypatch.delenv("DS_ACCELERATOR", raising=False)
     return path

@@ -11,13 +11,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from gaudi_standin import runtime as standin_runtime
+from gaudi_standin.graph_caches import HPUGraphDtypeWarning
 from lightning_hpu.hpu_graphs import (
     HPUGraphsUnavailableError,
     ModuleCacher,
     make_graphed_callables,
     wrap_in_hpu_graph,
 )
-from gaudi_standin.graph_caches import HPUGraphDtypeWarning
 from tests.standin import counters as standin_counters
 
 

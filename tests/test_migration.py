@@ -15,6 +15,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 import lightning_hpu
+from gaudi_standin.bridge import transformer_engine as te
 from lightning_hpu import (
     HPUAccelerator,
     HPUDeepSpeedPrecisionPlugin,
@@ -24,7 +25,6 @@ from lightning_hpu import (
     HPUPrecisionPlugin,
     SingleHPUStrategy,
 )
-from gaudi_standin.bridge import transformer_engine as te
 from lightning_hpu.fabric.plugins.fsdp_precision import HPUFSDPPrecision as FabricHPUFSDPPrecision
 from tests.test_fp8 import inc  # noqa: F401 (the recording INC fixture)
 

@@ -14,12 +14,12 @@ from lightning.fabric import Fabric
 from lightning.pytorch import Trainer
 from torch.distributed import ReduceOp
 
+from gaudi_standin.process_group import register_hccl_standin_backend
 from lightning_hpu import HPUParallelStrategy
 from lightning_hpu.distributed import collectives, flat_gradients
 from lightning_hpu.distributed.collectives import hccl_reduce_op
 from lightning_hpu.distributed.flat_gradients import FlatGradients, all_reduce_gradients_
 from lightning_hpu.fabric.strategies import HPUParallelStrategy as FabricHPUParallelStrategy
-from gaudi_standin.process_group import register_hccl_standin_backend
 from lightning_hpu.runtime import get_backend
 from tests.standin import reset_backend
 

@@ -14,17 +14,17 @@ import torch
 from lightning.pytorch import Trainer
 
 from gaudi_standin import runtime as standin_runtime
+from gaudi_standin.recipe_store import active_store
 from lightning_hpu import HPUAccelerator, HPUCompile, HPURecompileMonitor, RecipeCache
 from lightning_hpu.runtime import get_backend
-from tests.standin import reset_backend
 from lightning_hpu.runtime.recipe_cache import (
     RECIPE_CACHE_CONFIG_ENV,
     RECIPE_CACHE_PATH_ENV,
     apply_recipe_cache_from_env,
     filesystem_type,
 )
-from gaudi_standin.recipe_store import active_store
 from tests.helpers import RegressionModel, quiet_trainer_kwargs
+from tests.standin import reset_backend
 
 
 @pytest.fixture(autouse=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from gaudi_standin import runtime as standin_runtime
 from lightning_hpu.runtime import (
     MEMORY_STAT_KEYS,
     HPUNotAvailableError,
@@ -19,16 +20,17 @@ from lightning_hpu.runtime import (
     hpu_available,
     require_backend,
 )
-from tests.standin import reset_backend
-from gaudi_standin import runtime as standin_runtime
 from lightning_hpu.runtime.bridge import BridgeBackend
+from tests.standin import reset_backend
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "lightning_hpu"
 
 
 def test_stand_in_is_chosen_by_the_variable(standin: BridgeBackend) -> None:
     backend = get_backend()
-    assert backend is standin and isinstance(backend, BridgeBackend)  # the Gaudi backend, driving the stand-in's habana_frameworks
+    assert backend is standin and isinstance(
+        backend, BridgeBackend
+    )  # the Gaudi backend, driving the stand-in's habana_frameworks
     assert backend.device_count() == 1
     assert backend.device_name() == "GAUDI2"
     assert backend.torch_device() == torch.device("hpu")

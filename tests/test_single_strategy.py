@@ -8,8 +8,8 @@ import pytest
 import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
 
-from lightning_hpu import HPUAccelerator, HPUCheckpointIO, SingleHPUStrategy
 from gaudi_standin import runtime as standin_runtime
+from lightning_hpu import HPUAccelerator, HPUCheckpointIO, SingleHPUStrategy
 from lightning_hpu.runtime.bridge import BridgeBackend
 from tests.standin import counters as standin_counters
 
@@ -71,9 +71,7 @@ def test_mark_step_after_backward_and_after_optimizer_step(lazy_standin: Any, tm
     ]
 
 
-def test_gradient_accumulation_marks_every_backward_but_steps_once(
-    lazy_standin: Any, tmp_path: Any
-) -> None:
+def test_gradient_accumulation_marks_every_backward_but_steps_once(lazy_standin: Any, tmp_path: Any) -> None:
     probe = MarkStepProbe(lazy_standin)
     trainer = Trainer(
         accelerator="hpu",
@@ -144,7 +142,6 @@ def test_pipelining_marks_between_forward_and_backward(lazy_standin: Any, tmp_pa
 def test_eager_mode_marks_no_steps(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     monkeypatch.setenv("PT_HPU_LAZY_MODE", "0")
     from lightning_hpu.runtime import require_backend
-    from tests.standin import counters as standin_counters
     from tests.standin import reset_backend
 
     reset_backend()

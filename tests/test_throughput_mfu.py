@@ -10,8 +10,8 @@ from lightning.pytorch import Trainer
 from lightning_hpu import HPUThroughputMonitor
 from lightning_hpu.compile.peak_flops import GAUDI_PEAK_FLOPS, compute_precision, gaudi_peak_flops
 from lightning_hpu.runtime import settings
-from tests.standin import reset_backend
 from tests.helpers import MetricsSpy, RegressionModel, quiet_trainer_kwargs
+from tests.standin import reset_backend
 
 FLOPS_PER_BATCH = 3e12
 

@@ -8,7 +8,8 @@ and no C++ compiler, while every step above the device compiler is the real one.
 (``hpu_backend_config``); an unknown key is refused, as the bridge's config patch refuses it.
 
 :func:`register_hpu_backend` is idempotent: importing the emulated ``habana_frameworks.torch`` calls it, as importing
-the bridge registers its backend, and so does the emulated runtime when it is created.
+the bridge registers its backend; :func:`register_with` registers it as TorchDynamo's registry loads (the stand-in's
+import hook), so ``torch.compile(backend="hpu_backend")`` works before anything imports the bridge.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ def _check_options(options: Any) -> dict[str, Any]:
             f" hpu_backend_config: {', '.join(sorted(BRIDGE_OPTION_KEYS))}."
         )
     return dict(options)
+
 
 _lock = threading.Lock()
 
@@ -154,7 +156,7 @@ def hpu_backend(graph: torch.fx.GraphModule, example_inputs: list[Any], **kwargs
 
 
 def register_with(registry: ModuleType) -> None:
-    """Register ``hpu_backend`` in TorchDynamo's backend registry as it finishes loading (the stand-in's import hook)."""
+    """Register ``hpu_backend`` in TorchDynamo's registry as it finishes loading (called by the import hook)."""
     if BACKEND_NAME not in registry._COMPILER_FNS:
         registry.register_backend(compiler_fn=hpu_backend, name=BACKEND_NAME)
 

@@ -33,10 +33,10 @@ import torch
 from torch import Tensor
 from torch.nn import Module
 
-from gaudi_standin.settings import LAZY_MODE_ENV
 from gaudi_standin.graph_keys import ForwardSignature, call_key, rebuild, unhashable_argument, walk
 from gaudi_standin.graphed_callables import standin_make_graphed_callables
 from gaudi_standin.graphs import GraphCounters, StandInGraph, standin_capture
+from gaudi_standin.settings import LAZY_MODE_ENV
 
 log = logging.getLogger(__name__)
 

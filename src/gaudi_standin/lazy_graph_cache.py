@@ -19,7 +19,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
 from torch.utils._pytree import tree_leaves
 
-from gaudi_standin.runtime import StandInCounters
+from gaudi_standin.counters import StandInCounters
 from gaudi_standin.dynamic_shapes import shape_key
 
 _OpKey = tuple[Any, tuple[tuple[Any, torch.dtype], ...]]

@@ -32,22 +32,34 @@ import atexit
 import threading
 from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import AllgatherOptions as _AllgatherOptions  # not re-exported in the stubs
-from torch.distributed import ReduceOp
-from torch.utils._pytree import tree_leaves, tree_map_only
 
-#: The reduce ops HCCL runs: the bridge refuses AVG, PREMUL_SUM and the bitwise ops, and maps PRODUCT to
-#: ``hcclProd``, which the HCCL library does not implement.
-HCCL_REDUCE_OPS = frozenset({dist.ReduceOp.SUM, dist.ReduceOp.MIN, dist.ReduceOp.MAX})
-from gaudi_standin import device as hpu_device
-from gaudi_standin.graphs import capture_active
+from gaudi_standin.gloo_host import GlooOnHostViews, as_list
+from gaudi_standin.hccl_rules import (
+    CAPTURE_REFUSED_MESSAGE,
+    DTYPE_REFUSED_MESSAGE,
+    HCCL_BACKEND_NAME,
+    HCCL_REFUSED_MESSAGE,
+    RECV_ANYSOURCE_MESSAGE,
+    REDUCE_SCATTERED_AS_IS,
+    REDUCED_AS_IS,
+    GlooReductions,
+    ReduceOpLike,
+    cast_back,
+    check_collective,
+    check_hccl_reduce_op,
+    checked_options,
+    in_fp32,
+)
 
 if TYPE_CHECKING:
     from torch._C._distributed_c10d import Store  # ``torch.distributed`` re-exports it only implicitly
+
+_register_lock = threading.Lock()
 
 __all__ = [
     "CAPTURE_REFUSED_MESSAGE",
@@ -59,158 +71,6 @@ __all__ = [
     "check_hccl_reduce_op",
     "register_hccl_standin_backend",
 ]
-
-#: The name ``torch.distributed`` knows Gaudi's collective library by.
-HCCL_BACKEND_NAME = "hccl"
-
-#: The error the bridge's ``ProcessGroupHCCL`` raises for a reduce op HCCL does not implement.
-HCCL_REFUSED_MESSAGE = "Unsupported ReduceOp for HCCL process group"
-
-#: The bridge's assertion for a collective inside an HPU graph capture.
-CAPTURE_REFUSED_MESSAGE = "collective nonSFG is not supported during hpu graph capturing"
-
-#: The bridge's error for a dtype HCCL cannot carry (complex).
-DTYPE_REFUSED_MESSAGE = "Input tensor data type is not supported for HCCL process group"
-
-#: The bridge's error for ``recv`` without a source rank.
-RECV_ANYSOURCE_MESSAGE = "ProcessGroupHcclBase does not support recv"
-
-#: What to do instead of each reduce op HCCL refuses.
-_INSTEAD = {
-    "AVG": "reduce with ReduceOp.SUM and divide by the world size"
-    " (strategy.reduce(tensor, reduce_op='mean') does both)",
-    "PRODUCT": "HCCL does not implement a product: reduce on the host, or all-reduce the logarithms with"
-    " ReduceOp.SUM and exponentiate",
-    "PREMUL_SUM": "multiply the tensor by the factor, then reduce with ReduceOp.SUM",
-    "BAND": "reduce 0/1 values with ReduceOp.MIN, which is an AND",
-    "BOR": "reduce 0/1 values with ReduceOp.MAX, which is an OR",
-    "BXOR": "reduce with ReduceOp.SUM and take the result modulo 2",
-}
-
-#: dtypes ``allreduce`` and ``reduce`` reduce as they are; everything else is reduced in fp32 and cast back.
-_REDUCED_AS_IS = frozenset({torch.float32, torch.bfloat16})
-
-#: dtypes the tensor reduce-scatters reduce as they are.
-_REDUCE_SCATTERED_AS_IS = frozenset({torch.float32, torch.bfloat16, torch.int32, torch.int64})
-
-#: A ``ReduceOp`` object or a ``ReduceOp.RedOpType`` member such as ``ReduceOp.SUM`` (torch's stubs
-#: do not declare ``RedOpType``, hence ``Any``).
-_ReduceOpLike = Any
-
-_Options = TypeVar(
-    "_Options", dist.AllreduceOptions, dist.AllreduceCoalescedOptions, dist.ReduceOptions, dist.ReduceScatterOptions
-)
-
-_register_lock = threading.Lock()
-
-
-class _GlooReductions(Protocol):
-    """The ``ProcessGroupGloo`` methods used here (torch's stubs leave them off ``c10d.Backend``)."""
-
-    def allreduce(self, tensors: list[torch.Tensor], opts: dist.AllreduceOptions, /) -> dist.Work: ...
-
-    def allreduce_coalesced(
-        self, tensors: list[torch.Tensor], opts: dist.AllreduceCoalescedOptions, /
-    ) -> dist.Work: ...
-
-    def reduce(self, tensors: list[torch.Tensor], opts: dist.ReduceOptions, /) -> dist.Work: ...
-
-    def reduce_scatter(
-        self, outputs: list[torch.Tensor], inputs: list[list[torch.Tensor]], opts: dist.ReduceScatterOptions, /
-    ) -> dist.Work: ...
-
-    def _reduce_scatter_base(
-        self, output: torch.Tensor, input: torch.Tensor, opts: dist.ReduceScatterOptions, /
-    ) -> dist.Work: ...
-
-
-def check_hccl_reduce_op(op: _ReduceOpLike) -> None:
-    """Raise a ``RuntimeError`` that starts with :data:`HCCL_REFUSED_MESSAGE` unless HCCL implements ``op``."""
-    # A ``ReduceOp`` object is not found in a set of ``RedOpType`` members: compare its ``.op``.
-    red_op = getattr(op, "op", op)
-    if red_op not in HCCL_REDUCE_OPS:
-        name = getattr(red_op, "name", str(red_op))
-        instead = _INSTEAD.get(name, "use ReduceOp.SUM, MIN or MAX")
-        raise RuntimeError(f"{HCCL_REFUSED_MESSAGE}: ReduceOp.{name} cannot run on HCCL; {instead}.")
-
-
-def _check_collective(name: str, arguments: Any, complex_allowed: bool = False) -> None:
-    """Refuse, as the bridge does, a collective during an HPU graph capture and (mostly) complex tensors."""
-    if capture_active():
-        raise RuntimeError(
-            f"{CAPTURE_REFUSED_MESSAGE}: {name} was called while an HPU graph was being captured; run collectives"
-            " outside the captured region (capture the computation, then reduce its outputs after each replay)."
-        )
-    if complex_allowed:
-        return
-    for leaf in tree_leaves(arguments):
-        if isinstance(leaf, torch.Tensor) and leaf.is_complex():
-            raise RuntimeError(
-                f"{DTYPE_REFUSED_MESSAGE}: {leaf.dtype} in {name}; send torch.view_as_real(tensor) instead and"
-                " rebuild it with torch.view_as_complex."
-            )
-
-
-def _in_fp32(tensors: list[torch.Tensor], as_is: frozenset[torch.dtype]) -> list[torch.Tensor]:
-    """The tensors HCCL reduces: those of an ``as_is`` dtype themselves, the others as fp32 copies."""
-    return [tensor if tensor.dtype in as_is else tensor.float() for tensor in tensors]
-
-
-def _cast_back(work: dist.Work, tensors: list[torch.Tensor], reduced: list[torch.Tensor]) -> dist.Work:
-    """Once ``work`` is done, write each fp32 copy back into its tensor in the tensor's dtype (as the bridge does)."""
-    pairs = [(tensor, copy) for tensor, copy in zip(tensors, reduced, strict=True) if copy is not tensor]
-    if pairs:
-        work.wait()
-        for tensor, copy in pairs:
-            tensor.copy_(copy)
-    return work
-
-
-def _checked_options(
-    options: _Options, opts: _Options | _ReduceOpLike | None, op: _ReduceOpLike | None, timeout: timedelta | None
-) -> _Options:
-    """The options of a reduce collective, from either calling form, after HCCL's check of the op.
-
-    ``ProcessGroup``'s bindings take either an options object or (in their convenience overloads) an
-    op and a timeout; ``options`` is a fresh object of the right type, used in the second case.
-    """
-    if isinstance(opts, type(options)):
-        options = opts
-    else:
-        chosen: _ReduceOpLike = opts if opts is not None else op
-        if chosen is not None:
-            options.reduceOp = chosen if isinstance(chosen, ReduceOp) else ReduceOp(chosen)
-    if timeout is not None:
-        options.timeout = timeout
-    check_hccl_reduce_op(options.reduceOp)
-    return options
-
-
-class _GlooOnHostViews:
-    """The gloo backend, handed host views of the stand-in's ``hpu`` tensors (gloo takes CPU tensors only).
-
-    The views share the tensors' bytes, so gloo writes its results straight into the ``hpu`` tensors.
-    """
-
-    def __init__(self, gloo: Any) -> None:
-        self._gloo = gloo
-
-    def __getattr__(self, name: str) -> Callable[..., dist.Work]:
-        method = getattr(self._gloo, name)
-
-        def on_host(*args: Any) -> dist.Work:
-            work: dist.Work = method(*tree_map_only(torch.Tensor, _host, args))
-            return work
-
-        return on_host
-
-
-def _host(tensor: torch.Tensor) -> torch.Tensor:
-    return hpu_device.host_view(tensor) if tensor.device.type == "hpu" else tensor
-
-
-def _as_list(tensors: torch.Tensor | Sequence[torch.Tensor]) -> list[torch.Tensor]:
-    return [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
 
 
 class HCCLStandInProcessGroup(dist.ProcessGroup):
@@ -228,8 +88,8 @@ class HCCLStandInProcessGroup(dist.ProcessGroup):
         self._set_default_backend(dist.ProcessGroup.BackendType.GLOO)
         for device in ("cpu", "hpu"):
             self._register_backend(torch.device(device), dist.ProcessGroup.BackendType.GLOO, gloo)
-        on_host = _GlooOnHostViews(gloo)
-        self._gloo = cast(_GlooReductions, on_host)
+        on_host = GlooOnHostViews(gloo)
+        self._gloo = cast(GlooReductions, on_host)
         self._gloo_any: Any = on_host
 
     def getBackendName(self) -> str:
@@ -243,56 +103,56 @@ class HCCLStandInProcessGroup(dist.ProcessGroup):
     def allreduce(  # type: ignore[override]
         self,
         tensors: torch.Tensor | Sequence[torch.Tensor],
-        opts: dist.AllreduceOptions | _ReduceOpLike | None = None,
+        opts: dist.AllreduceOptions | ReduceOpLike | None = None,
         timeout: timedelta | None = None,
         *,
-        op: _ReduceOpLike | None = None,
+        op: ReduceOpLike | None = None,
     ) -> dist.Work:
-        given = _as_list(tensors)
-        _check_collective("all_reduce", given)
-        options = _checked_options(dist.AllreduceOptions(), opts, op, timeout)
-        reduced = _in_fp32(given, _REDUCED_AS_IS)
-        return _cast_back(self._gloo.allreduce(reduced, options), given, reduced)
+        given = as_list(tensors)
+        check_collective("all_reduce", given)
+        options = checked_options(dist.AllreduceOptions(), opts, op, timeout)
+        reduced = in_fp32(given, REDUCED_AS_IS)
+        return cast_back(self._gloo.allreduce(reduced, options), given, reduced)
 
     def allreduce_coalesced(
         self, tensors: Sequence[torch.Tensor], opts: dist.AllreduceCoalescedOptions | None = None
     ) -> dist.Work:
         given = list(tensors)
-        _check_collective("all_reduce_coalesced", given)
-        options = _checked_options(dist.AllreduceCoalescedOptions(), opts, None, None)
-        reduced = _in_fp32(given, _REDUCED_AS_IS)
-        return _cast_back(self._gloo.allreduce_coalesced(reduced, options), given, reduced)
+        check_collective("all_reduce_coalesced", given)
+        options = checked_options(dist.AllreduceCoalescedOptions(), opts, None, None)
+        reduced = in_fp32(given, REDUCED_AS_IS)
+        return cast_back(self._gloo.allreduce_coalesced(reduced, options), given, reduced)
 
     def reduce(  # type: ignore[override]
         self,
         tensors: torch.Tensor | Sequence[torch.Tensor],
         opts: dist.ReduceOptions | int | None = None,
-        op: _ReduceOpLike | None = None,
+        op: ReduceOpLike | None = None,
         timeout: timedelta | None = None,
         *,
         root: int | None = None,
     ) -> dist.Work:
-        given = _as_list(tensors)
-        _check_collective("reduce", given)
+        given = as_list(tensors)
+        check_collective("reduce", given)
         if isinstance(opts, dist.ReduceOptions):
-            options = _checked_options(dist.ReduceOptions(), opts, None, timeout)
+            options = checked_options(dist.ReduceOptions(), opts, None, timeout)
         else:  # the ``reduce(tensor, root, op, timeout)`` overload
-            options = _checked_options(dist.ReduceOptions(), None, op, timeout)
+            options = checked_options(dist.ReduceOptions(), None, op, timeout)
             options.rootRank = opts if opts is not None else (root or 0)
-        reduced = _in_fp32(given, _REDUCED_AS_IS)
-        return _cast_back(self._gloo.reduce(reduced, options), given, reduced)
+        reduced = in_fp32(given, REDUCED_AS_IS)
+        return cast_back(self._gloo.reduce(reduced, options), given, reduced)
 
     def reduce_scatter(  # type: ignore[override]
         self,
         output_tensors: torch.Tensor | Sequence[torch.Tensor],
         input_tensors: Sequence[torch.Tensor] | Sequence[Sequence[torch.Tensor]],
-        opts: dist.ReduceScatterOptions | _ReduceOpLike | None = None,
+        opts: dist.ReduceScatterOptions | ReduceOpLike | None = None,
         timeout: timedelta | None = None,
         *,
-        op: _ReduceOpLike | None = None,
+        op: ReduceOpLike | None = None,
     ) -> dist.Work:
-        _check_collective("reduce_scatter", (output_tensors, input_tensors))
-        options = _checked_options(dist.ReduceScatterOptions(), opts, op, timeout)
+        check_collective("reduce_scatter", (output_tensors, input_tensors))
+        options = checked_options(dist.ReduceScatterOptions(), opts, op, timeout)
         if isinstance(output_tensors, torch.Tensor):  # the ``reduce_scatter(output, inputs, op)`` overload
             outputs = [output_tensors]
             inputs = [cast(list[torch.Tensor], list(input_tensors))]
@@ -305,19 +165,19 @@ class HCCLStandInProcessGroup(dist.ProcessGroup):
     def reduce_scatter_single(
         self, outputTensor: torch.Tensor, inputTensor: torch.Tensor, opts: dist.ReduceScatterOptions | None = None
     ) -> dist.Work:
-        _check_collective("reduce_scatter_tensor", (outputTensor, inputTensor))
-        options = _checked_options(dist.ReduceScatterOptions(), opts, None, None)
+        check_collective("reduce_scatter_tensor", (outputTensor, inputTensor))
+        options = checked_options(dist.ReduceScatterOptions(), opts, None, None)
         return self._reduce_scatter_tensor(outputTensor, inputTensor, options)
 
     def _reduce_scatter_tensor(
         self, output: torch.Tensor, input: torch.Tensor, options: dist.ReduceScatterOptions
     ) -> dist.Work:
         """One tensor reduce-scatter, with the dtypes the bridge does not reduce as they are reduced in fp32."""
-        if output.dtype in _REDUCE_SCATTERED_AS_IS:
+        if output.dtype in REDUCE_SCATTERED_AS_IS:
             return self._gloo._reduce_scatter_base(output, input, options)
         reduced_output = output.float()
         work = self._gloo._reduce_scatter_base(reduced_output, input.float(), options)
-        return _cast_back(work, [output], [reduced_output])
+        return cast_back(work, [output], [reduced_output])
 
     def _reduce_scatter_base(
         self, outputTensor: torch.Tensor, inputTensor: torch.Tensor, opts: dist.ReduceScatterOptions | None = None
@@ -332,8 +192,8 @@ class HCCLStandInProcessGroup(dist.ProcessGroup):
         opts: dist.ReduceScatterOptions | None = None,
     ) -> dist.Work:
         # ``reduce_scatter_tensor_coalesced``, the older name, reaches this through the C++ method.
-        _check_collective("reduce_scatter_tensor_coalesced", (outputTensors, inputTensors))
-        options = _checked_options(dist.ReduceScatterOptions(), opts, None, None)
+        check_collective("reduce_scatter_tensor_coalesced", (outputTensors, inputTensors))
+        options = checked_options(dist.ReduceScatterOptions(), opts, None, None)
         # Gloo has no coalesced reduce-scatter: run them in turn and return the last one's work.
         works = [
             self._reduce_scatter_tensor(output, input, options)
@@ -359,7 +219,7 @@ class HCCLStandInProcessGroup(dist.ProcessGroup):
 
     def broadcast(self, tensors: Any, opts: Any = None) -> dist.Work:  # type: ignore[override]
         # The bridge broadcasts bytes, whatever the dtype: complex tensors too.
-        _check_collective("broadcast", tensors, complex_allowed=True)
+        check_collective("broadcast", tensors, complex_allowed=True)
         if isinstance(tensors, torch.Tensor):  # the ``broadcast(tensor, root)`` overload
             options = dist.BroadcastOptions()
             options.rootRank = int(opts or 0)
@@ -367,18 +227,18 @@ class HCCLStandInProcessGroup(dist.ProcessGroup):
         return self._gloo_any.broadcast(list(tensors), opts if opts is not None else dist.BroadcastOptions())
 
     def allgather(self, output_tensors: Any, input_tensors: Any, opts: Any = None) -> dist.Work:
-        _check_collective("all_gather", (output_tensors, input_tensors))
+        check_collective("all_gather", (output_tensors, input_tensors))
         if isinstance(input_tensors, torch.Tensor):  # the ``allgather(outputs, input)`` overload
             output_tensors, input_tensors = [list(output_tensors)], [input_tensors]
         options = opts if opts is not None else _AllgatherOptions()
         return self._gloo_any.allgather(output_tensors, input_tensors, options)
 
     def _allgather_base(self, output: Any, input: Any, opts: Any = None) -> dist.Work:
-        _check_collective("all_gather_into_tensor", (output, input))
+        check_collective("all_gather_into_tensor", (output, input))
         return self._gloo_any._allgather_base(output, input, opts if opts is not None else _AllgatherOptions())
 
     def barrier(self, opts: Any = None) -> dist.Work:
-        _check_collective("barrier", ())
+        check_collective("barrier", ())
         return self._gloo_any.barrier(opts if opts is not None else dist.BarrierOptions())
 
     def recv_anysource(self, tensors: Any, tag: int = 0) -> dist.Work:
@@ -427,7 +287,7 @@ def _run_on_gloo(name: str) -> Callable[..., dist.Work]:
     complex_allowed = name == "alltoall"
 
     def delegate(self: HCCLStandInProcessGroup, *args: Any, **kwargs: Any) -> dist.Work:
-        _check_collective(name, (args, kwargs), complex_allowed=complex_allowed)
+        check_collective(name, (args, kwargs), complex_allowed=complex_allowed)
         work: dist.Work = getattr(self._gloo_any, name)(*args, **kwargs)
         return work
 

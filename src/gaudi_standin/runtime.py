@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
 
 from gaudi_standin import device as hpu_device
 from gaudi_standin import settings
+from gaudi_standin.counters import StandInCounters
 
 if TYPE_CHECKING:
     from gaudi_standin.lazy_graph_cache import LazyGraphCacheModel
@@ -42,34 +42,6 @@ MEMORY_STAT_KEYS: tuple[str, ...] = (
 )
 
 
-@dataclass
-class StandInCounters:
-    """What the stand-in observed, so tests can check that the package drove the device as it should."""
-
-    mark_steps: int = 0
-    synchronizes: int = 0
-    #: HPU graphs: captures ended, replays run, cached graphs reused, graphs added to a cache, and cached-module
-    #: calls that ran uncached (a full cache, not training, or a key outside ``use_lfu``'s kept set). The caches
-    #: never evict, as on the bridge, so there is no eviction counter.
-    graph_captures: int = 0
-    graph_replays: int = 0
-    graph_cache_hits: int = 0
-    graph_cache_inserts: int = 0
-    graph_cache_uncached: int = 0
-    #: torch.compile(backend="hpu_backend"): AOTAutograd graphs compiled (forward and backward), of them backward.
-    compiled_graphs: int = 0
-    compiled_backward_graphs: int = 0
-    #: torch.compile: device recipes, one per forward graph and concrete input shapes (the graph compiler is static).
-    compiled_recipes: int = 0
-    #: Lazy mode, while a recompilation monitor watches: graph signatures compiled, and repeated ones (cache hits).
-    lazy_graph_compilations: int = 0
-    lazy_graph_cache_hits: int = 0
-
-    def reset(self) -> None:
-        for name in self.__dataclass_fields__:
-            setattr(self, name, 0)
-
-
 class StandInRuntime:
     """Emulates ``LIGHTNING_HPU_CPU_DEVICES`` Gaudis of generation ``LIGHTNING_HPU_CPU_DEVICE_NAME`` on the CPU."""
 
@@ -89,9 +61,6 @@ class StandInRuntime:
         self.counters = StandInCounters()
         self._graph_cache: LazyGraphCacheModel | None = None
         self._watchers = 0
-        from gaudi_standin.compile_backend import register_hpu_backend
-
-        register_hpu_backend()
 
     def is_available(self) -> bool:
         return True

@@ -11,6 +11,12 @@ bucket checkpoint). On the stand-in:
 - ``_hb_print`` / ``_hg_print`` / ``_mem_log`` log at debug level;
 - the graph-pass switches (``_enable_*``) are recorded in :data:`GRAPH_PASSES` and change nothing (there is no graph
   compiler); the memory and recipe dumps, and the checkpoint and cleanup calls, do nothing.
+
+Who calls them: the bridge's own API-usage test scripts (HabanaAI/gaudi-pytorch-bridge ``tests``) call the graph-pass
+switches, the memory and recipe dumps, ``_set_dynamic_mode``, ``_set_module_name``, ``_hb_print``/``_hg_print``,
+``_mem_log`` and ``_is_enabled_lazy_collectives`` in sequence; DeepSpeed's and optimum-habana's memory logging call
+``_memstat_livealloc``; the bridge's deprecated ``core.memstat_*`` names forward to the ``_memstat_*`` ones. A script of
+that kind runs here unchanged (``tests/test_bridge_metrics_and_debug.py`` calls each of them).
 """
 
 from __future__ import annotations
@@ -20,8 +26,7 @@ import os
 
 import torch
 
-from gaudi_standin import runtime
-from gaudi_standin import dynamic_shapes
+from gaudi_standin import dynamic_shapes, runtime
 
 _log = logging.getLogger(__name__)
 

@@ -12,6 +12,7 @@ to do).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -20,8 +21,8 @@ import torch
 
 from gaudi_standin import device as _device
 from gaudi_standin import runtime
-from gaudi_standin.settings import LAZY_MODE_ENV
 from gaudi_standin.bridge.streams import Event, Stream, current_stream, default_stream, stream
+from gaudi_standin.settings import LAZY_MODE_ENV
 
 __all__ = [
     "Event",
@@ -328,5 +329,8 @@ def sdp_kernel(enable_recompute: bool = True) -> Iterator[dict[str, Any]]:
         enable_recompute_sdp(previous)
 
 
-# Importing this module (as ``torch.hpu``, or through ``habana_frameworks``) makes the ``hpu`` device real.
+# Importing this module (as ``torch.hpu``, or through ``habana_frameworks``) makes the ``hpu`` device real, with this
+# module as torch's device module for it.
 _device.enable()
+if not hasattr(torch, "hpu"):
+    torch._register_device_module("hpu", sys.modules[__name__])

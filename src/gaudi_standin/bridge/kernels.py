@@ -1,13 +1,9 @@
 """``habana_frameworks.torch.hpex.kernels`` on the stand-in: ``FusedSDPA`` and the rotary-embedding helpers.
 
-The bridge's signatures and semantics (1.19), computed with plain torch ops on the device of the inputs, so ``hpu``
-tensors stay on ``hpu`` and mixing them with host tensors fails as in torch. Each is a ``torch.autograd.Function``
-like the bridge's; the backward recomputes the forward (:mod:`.recompute`), so gradients are those of the reference
-ops.
-
-``FusedSDPA`` is ``torch.nn.functional.scaled_dot_product_attention``: ``softmax_mode="fast"`` (the kernel's faster,
-less exact softmax) and ``"None"`` are both exact here, and recomputation (``recompute_mode``, or
-``habana_frameworks.torch.hpu.sdp_kernel``) changes no value, only which arguments the bridge accepts with it.
+The bridge's signatures and semantics (1.19), computed with torch ops on the inputs' device (``hpu`` stays on
+``hpu``). Each is a ``torch.autograd.Function`` whose backward recomputes the forward (:mod:`.recompute`).
+``FusedSDPA`` is ``scaled_dot_product_attention``: ``softmax_mode="fast"`` and ``"None"`` are both exact here, and
+recomputation (``recompute_mode``, ``hpu.sdp_kernel``) changes which arguments the bridge accepts, not values.
 """
 
 from __future__ import annotations

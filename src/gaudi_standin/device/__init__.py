@@ -59,19 +59,14 @@ def _ops() -> torch._ops._OpNamespace:
 
 
 def enable() -> None:
-    """Load the device library and make ``torch.hpu`` the emulated bridge module (once per process)."""
+    """Load the device library (once per process); the emulated bridge's ``hpu`` module registers as ``torch.hpu``."""
     global _enabled
     with _lock:
         if _enabled:
             return
-        # Set first: importing the emulated module below enables the device too (it may be imported first).
         _enabled = True
         load_device_library()
         atexit.register(_drain_autograd_worker)
-        from gaudi_standin.bridge import hpu as hpu_module
-
-        if not hasattr(torch, "hpu"):
-            torch._register_device_module("hpu", hpu_module)
 
 
 def _autograd_device_threads() -> list[Path]:

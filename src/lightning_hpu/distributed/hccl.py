@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import os
-
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, Protocol

@@ -284,4 +284,4 @@ class HPUBackend(ABC):
     @property
     @abstractmethod
     def deepspeed_accelerator(self) -> str:
-        """DeepSpeed's name of the accelerator that drives this device (``"hpu"``), which ``DS_ACCELERATOR`` defaults to."""
+        """DeepSpeed's name of the accelerator driving this device (``"hpu"``); ``DS_ACCELERATOR`` defaults to it."""

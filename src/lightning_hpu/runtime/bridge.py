@@ -23,12 +23,11 @@ from torch.optim import Optimizer
 
 from lightning_hpu.runtime.base import (
     MEMORY_STAT_KEYS,
+    GraphHandle,
     HPUBackend,
     HPUConfigurationError,
     HPUFeatureUnavailableError,
 )
-
-from lightning_hpu.runtime.base import GraphHandle
 
 if TYPE_CHECKING:
     from habana_frameworks.torch.hpex.normalization import FusedClipNorm

@@ -150,6 +150,24 @@ def private_meta_path(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     return path
 
 
+def test_a_gaudi_style_script_loads_torch_and_the_stand_in_only() -> None:
+    probe = (
+        "import sys\n"
+        "import habana_frameworks.torch.core as htcore\n"
+        "import habana_frameworks.torch.hpu as hthpu\n"
+        "import torch\n"
+        "x = torch.ones(4, device='hpu', requires_grad=True)\n"
+        "(x * 2).sum().backward()\n"
+        "htcore.mark_step()\n"
+        "hthpu.synchronize()\n"
+        "loaded = {name.split('.')[0] for name in sys.modules} & {'lightning', 'lightning_hpu', 'torchmetrics'}\n"
+        "print(str(x.grad.device), hthpu.get_device_name(), sorted(loaded))\n"
+    )
+    done = _run(["-c", probe], _env())
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["hpu:0", "GAUDI2", "[]"]
+
+
 def test_the_hook_needs_the_stand_in_and_follows_deepspeeds_accelerator_module(
     private_meta_path: list[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -147,7 +147,7 @@ def choose_on_first_use(real_accelerator: ModuleType) -> None:
     """Wrap DeepSpeed's ``get_accelerator`` so that its first call with ``DS_ACCELERATOR`` unset or ``hpu`` installs the
     stand-in's accelerator (the module's later importers, ``deepspeed.accelerator`` itself included, get the wrapped
     one). Another ``DS_ACCELERATOR`` keeps DeepSpeed's own choice."""
-    original = real_accelerator.get_accelerator
+    original: Any = getattr(real_accelerator, "get_accelerator")  # noqa: B009 (a module attribute mypy cannot see)
 
     @functools.wraps(original)
     def get_accelerator() -> Any:
@@ -155,4 +155,4 @@ def choose_on_first_use(real_accelerator: ModuleType) -> None:
             install()
         return original()
 
-    real_accelerator.get_accelerator = get_accelerator
+    setattr(real_accelerator, "get_accelerator", get_accelerator)  # noqa: B010 (as above)

@@ -123,15 +123,16 @@ class EmulationFinder:
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname == TORCH_DEVICE_MODULE:
-            return importlib.machinery.ModuleSpec(fullname, _EmulationLoader(fullname), origin=EMULATED_ORIGIN)
+            loader: Any = _EmulationLoader(fullname)  # a Loader by protocol (see the class)
+            return importlib.machinery.ModuleSpec(fullname, loader, origin=EMULATED_ORIGIN)
         if fullname not in MODULES:
             return None
         if fullname != ROOT and not is_emulated(getattr(sys.modules.get(ROOT), "__spec__", None)):
             return None  # a real bridge was imported: its submodules are its own
-        spec = importlib.machinery.ModuleSpec(
-            fullname, _EmulationLoader(fullname), origin=EMULATED_ORIGIN, is_package=fullname in PACKAGES
+        emulation: Any = _EmulationLoader(fullname)
+        return importlib.machinery.ModuleSpec(
+            fullname, emulation, origin=EMULATED_ORIGIN, is_package=fullname in PACKAGES
         )
-        return spec
 
 
 class _RunAfterLoading:
@@ -162,12 +163,12 @@ class AfterImportHook:
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
-        target = AFTER_IMPORT.get(fullname)
-        if target is None:
+        completer = AFTER_IMPORT.get(fullname)
+        if completer is None:
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is not None and spec.loader is not None:
-            spec.loader = _RunAfterLoading(spec.loader, target)
+            spec.loader = _RunAfterLoading(spec.loader, completer)  # type: ignore[assignment]  # a Loader by protocol
         return spec
 
 

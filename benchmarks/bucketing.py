@@ -7,9 +7,9 @@ percentile ~365, clipped at 1024) trains a small token model compiled with ``hpu
 dynamic padding (each batch padded to its longest sample, the usual ``DataLoader``), the same with batches of
 similar lengths, power-of-two buckets, ``--buckets`` fitted buckets, and fitted buckets with batches of similar
 lengths (``LengthGroupedBatchSampler``). For each it prints the distinct device recipes compiled over the epoch (the
-bridge's ``graph_compilation`` metric, read through the backend: one per compiled graph and concrete input shape, as Habana's graph compiler
-builds them), the padding overhead (padding positions per real token; and as a share of all positions) and the CPU
-time per step of this process, TorchDynamo's compilations included. On the stand-in a recipe costs no compile time;
+bridge's ``graph_compilation`` metric, read through the backend: one per compiled graph and concrete input shape,
+as Habana's graph compiler builds them), the padding overhead (padding positions per real token; and as a share of
+all positions) and the CPU time per step of this process, TorchDynamo's compilations included. On the stand-in a recipe costs no compile time;
 on a Gaudi each is seconds to minutes of compilation.
 """
 

@@ -1,6 +1,6 @@
 """How much `import lightning_hpu` adds over `import lightning`, measured side by side in fresh interpreters.
 
-    python benchmarks/import_time.py [--runs 5]
+python benchmarks/import_time.py [--runs 5]
 """
 
 from __future__ import annotations

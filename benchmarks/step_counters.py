@@ -28,8 +28,8 @@ import torch.distributed as dist
 from lightning.pytorch import Callback, LightningModule, Trainer
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from lightning_hpu.runtime import require_backend
 from gaudi_standin.process_group import HCCLStandInProcessGroup
+from lightning_hpu.runtime import require_backend
 from lightning_hpu.strategies import sigterm
 
 HOST_SYNC_METHODS = ("item", "tolist", "numpy", "cpu", "__bool__", "__int__", "__float__", "__index__")

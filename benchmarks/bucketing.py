@@ -9,8 +9,8 @@ similar lengths, power-of-two buckets, ``--buckets`` fitted buckets, and fitted 
 lengths (``LengthGroupedBatchSampler``). For each it prints the distinct device recipes compiled over the epoch (the
 bridge's ``graph_compilation`` metric, read through the backend: one per compiled graph and concrete input shape,
 as Habana's graph compiler builds them), the padding overhead (padding positions per real token; and as a share of
-all positions) and the CPU time per step of this process, TorchDynamo's compilations included. On the stand-in a recipe costs no compile time;
-on a Gaudi each is seconds to minutes of compilation.
+all positions) and the CPU time per step of this process, TorchDynamo's compilations included. On the stand-in a
+recipe costs no compile time; on a Gaudi each is seconds to minutes of compilation.
 """
 
 from __future__ import annotations

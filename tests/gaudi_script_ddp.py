@@ -1,7 +1,8 @@
 """A Gaudi script in eager mode (current Gaudi software's default) with DDP on two HPUs, run unchanged on the stand-in.
 
-It imports only ``habana_frameworks`` and Lightning (the emulation registers ``accelerator="hpu"``). Lightning starts
-the second process by running this script again: the start-up hook must serve ``habana_frameworks`` there too. Run
+It imports ``habana_frameworks``, Lightning and lightning_hpu (which registers ``accelerator="hpu"`` with Lightning 2.6,
+on a Gaudi as here). Lightning starts the second process by running this script again: the start-up hook must serve
+``habana_frameworks`` there too. Run
 by tests/test_gaudi_emulation.py with ``LIGHTNING_HPU_CPU_DEVICES=2``; each rank writes ``rank<N>.json`` into the
 folder given as the argument. Rank 0 also checks eager mode's rules, ``torch.compile``, autocast and DeepSpeed.
 """
@@ -20,6 +21,8 @@ import torch.nn.functional as F
 from habana_frameworks.torch.hpex.optimizers import FusedSGD
 from lightning.pytorch import LightningModule, Trainer
 from torch import nn
+
+import lightning_hpu  # noqa: F401 (registers accelerator="hpu" and the HPU strategies)
 from torch.utils.data import DataLoader, TensorDataset
 
 OUT = Path(sys.argv[1])
@@ -83,7 +86,7 @@ if not report["launched_child"]:
 
     from deepspeed.accelerator import get_accelerator
 
-    report["deepspeed_accelerator"] = get_accelerator().device_name()
+    report["deepspeed_accelerator"] = [get_accelerator().device_name(), type(get_accelerator()).__name__]
 
 torch.manual_seed(0)
 data = TensorDataset(torch.randn(32, 8), torch.randn(32, 1))

@@ -150,8 +150,7 @@ class _RunAfterLoading:
 
     def exec_module(self, module: ModuleType) -> None:
         self._loader.exec_module(module)
-        owner, function = self._target.split(":")
-        getattr(importlib.import_module(owner), function)(module)
+        _complete(module, self._target)
 
 
 class AfterImportHook:
@@ -202,4 +201,12 @@ def install_if_requested() -> bool:
         return False
     sys.meta_path.append(EmulationFinder())
     sys.meta_path.insert(0, AfterImportHook())
+    for name, completer in AFTER_IMPORT.items():  # loaded before the stand-in was chosen: complete them now
+        if name in sys.modules:
+            _complete(sys.modules[name], completer)
     return True
+
+
+def _complete(module: ModuleType, completer: str) -> None:
+    owner, function = completer.split(":")
+    getattr(importlib.import_module(owner), function)(module)

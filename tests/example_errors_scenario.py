@@ -18,6 +18,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+#: The repository root, so that ``tests.standin`` imports when this file runs as a script.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 #: Imports the bridge, real or emulated, as its first line: without either, Python stops it before any of its code.
 NOT_RUN = {"gaudi_script.py"}

@@ -15,6 +15,9 @@ import tempfile
 import traceback
 from pathlib import Path
 
+#: The repository root, so that ``tests.standin`` imports when this file runs as a script.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 #: Variables a block's environment comment may set, or that a run leaves behind (the binding of an HPU).
 HPU_VARIABLE_PREFIXES = ("LIGHTNING_HPU_", "PT_HPU_", "HABANA_", "HLS_")
 

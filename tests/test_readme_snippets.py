@@ -91,6 +91,8 @@ def test_the_complete_blocks_run_on_the_stand_in(tmp_path: Path, python_executab
     blocks_file = tmp_path / "blocks.json"
     blocks_file.write_text(json.dumps(spec))
     env = {name: value for name, value in os.environ.items() if not name.startswith(("LIGHTNING_HPU_", "PT_HPU_"))}
+    # Every block runs with LIGHTNING_HPU_BACKEND=cpu (checked above), which chooses the stand-in at start-up.
+    env["LIGHTNING_HPU_BACKEND"] = "cpu"
     done = subprocess.run(
         [python_executable, str(RUNNER), str(blocks_file)],
         env=env,

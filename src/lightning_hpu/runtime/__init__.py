@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
+import os
+import socket
+import sys
 import threading
 
 from lightning_hpu.runtime import settings
@@ -75,9 +78,28 @@ def _create_backend() -> HPUBackend | None:
         return None
     if bridge_emulated() and requested != "cpu":
         return None  # the stand-in serves only while LIGHTNING_HPU_BACKEND=cpu chooses it
+    _claim_a_port_before_the_bridge()
     from lightning_hpu.runtime.bridge import BridgeBackend
 
     return BridgeBackend()
+
+
+#: Variables that mark a rank an outside launcher started (the ranks' port is the launcher's, or the bridge's default).
+_LAUNCHER_VARIABLES = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS")
+
+
+def _claim_a_port_before_the_bridge() -> None:
+    """Importing the bridge runs its ``initialize_distributed_hpu``, which sets ``MASTER_PORT=12345`` where no launcher
+    set a port, so two runs on one host would meet there. A free port comes first, as Lightning's own environment
+    would pick one. A rank of an outside launcher (torchrun, mpirun, SLURM), whose ranks must agree on one port, and
+    a process that imported the bridge already, are left alone."""
+    if "MASTER_PORT" in os.environ or "habana_frameworks.torch" in sys.modules:
+        return
+    if any(name in os.environ for name in _LAUNCHER_VARIABLES):
+        return
+    with socket.socket() as probe:
+        probe.bind(("", 0))
+        os.environ["MASTER_PORT"] = str(probe.getsockname()[1])
 
 
 def get_backend() -> HPUBackend | None:

@@ -1,8 +1,8 @@
 """``habana_frameworks.torch.distributed.hccl`` on the stand-in: the ``"hccl"`` backend, registered on import.
 
-As the bridge's module does, importing it runs :func:`initialize_distributed_hpu` once, which reads the launcher's
-variables (``WORLD_SIZE``, ``RANK``, ``LOCAL_RANK``, or Open MPI's) and defaults ``MASTER_ADDR=localhost`` and
-``MASTER_PORT=12345``, then hands the process to the stand-in backend's own distributed initialisation.
+As the bridge's module does, importing it reads the launcher's variables (``WORLD_SIZE``, ``RANK``, ``LOCAL_RANK``, or
+Open MPI's), defaults ``MASTER_ADDR=localhost`` and ``MASTER_PORT=12345`` and registers the ``"hccl"`` backend;
+:func:`initialize_distributed_hpu` then binds the process to its HPU (see :func:`_on_import`).
 """
 
 from __future__ import annotations
@@ -56,4 +56,18 @@ def initialize_distributed_hpu(
     return world_size, rank, local_rank
 
 
-initialize_distributed_hpu()
+def _on_import() -> None:
+    """What importing the module does: the launcher's variables read, the ``"hccl"`` backend registered.
+
+    The bridge also binds the process to the HPU of the launcher's local rank here; the stand-in binds when a program
+    calls :func:`initialize_distributed_hpu` (lightning-hpu does, with the rank Lightning computed), so that the
+    one-host emulations of several nodes (whose launcher's local ranks run past the emulated HPUs) keep working.
+    """
+    _environment_from_launcher()
+    register_hccl_standin_backend()
+    rank = os.environ.get("RANK")
+    if rank is not None:
+        os.environ["ID"] = rank
+
+
+_on_import()

@@ -35,6 +35,11 @@ _LAUNCH_VARIABLES = (
 )
 
 
+#: What importing the bridge's ``distributed.hccl`` sets where unset (``MASTER_PORT=12345``, ...): a worker that imported
+#: it must not hand those to the next test, or every in-process run of both workers would meet on port 12345.
+_BRIDGE_IMPORT_DEFAULTS = ("MASTER_ADDR", "MASTER_PORT")
+
+
 def _bridge_present() -> bool:
     from lightning_hpu.runtime import bridge_installed, settings
 
@@ -142,6 +147,8 @@ def _fresh_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         if name in os.environ:
             monkeypatch.setenv(name, os.environ[name])
     for name in _LAUNCH_VARIABLES:
+        if name in _BRIDGE_IMPORT_DEFAULTS:  # set by the bridge's import in this worker, not by the session
+            os.environ.pop(name, None)
         if name in os.environ:
             monkeypatch.setenv(name, os.environ[name])
         else:  # recorded as unset, so whatever the test writes is removed after it

@@ -37,7 +37,7 @@ from lightning.pytorch import LightningModule, Trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from gaudi_standin import process_group
+from gaudi_standin import hccl_rules, process_group
 from lightning_hpu import HPUFSDPStrategy, HPUModelParallelStrategy
 
 WORLD = 2
@@ -49,7 +49,7 @@ CLIP = 0.05  # small enough to be active on every step
 
 #: Reduce ops that reached the stand-in "hccl" group (through its op check), by scenario.
 OPS_SEEN: Counter[str] = Counter()
-_check = process_group.check_hccl_reduce_op
+_check = hccl_rules.check_hccl_reduce_op
 
 
 def _counting_check(op: Any) -> None:
@@ -57,7 +57,8 @@ def _counting_check(op: Any) -> None:
     _check(op)
 
 
-process_group.check_hccl_reduce_op = _counting_check
+hccl_rules.check_hccl_reduce_op = _counting_check  # where the group's option checks look it up
+process_group.check_hccl_reduce_op = _counting_check  # and where the group calls it itself
 
 
 class Block(nn.Module):

@@ -35,8 +35,8 @@ _LAUNCH_VARIABLES = (
 )
 
 
-#: What importing the bridge's ``distributed.hccl`` sets where unset (``MASTER_PORT=12345``, ...): a worker that imported
-#: it must not hand those to the next test, or every in-process run of both workers would meet on port 12345.
+#: What importing the bridge's ``distributed.hccl`` sets where unset (``MASTER_PORT=12345``, ...): a worker that
+#: imported it must not hand those to the next test, or every in-process run of both workers would meet on 12345.
 _BRIDGE_IMPORT_DEFAULTS = ("MASTER_ADDR", "MASTER_PORT")
 
 

@@ -148,6 +148,8 @@ def private_meta_path(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     path = [finder for finder in sys.meta_path if not isinstance(finder, (hook.EmulationFinder, hook.AfterImportHook))]
     monkeypatch.setattr(sys, "meta_path", path)
     monkeypatch.delenv("DS_ACCELERATOR", raising=False)
+    # As in a process that has not imported habana_frameworks yet (the package's backend imports it when created).
+    monkeypatch.delitem(sys.modules, "habana_frameworks", raising=False)
     return path
 
 

@@ -14,8 +14,8 @@ from lightning.fabric import Fabric
 from lightning.pytorch import Trainer
 
 from lightning_hpu.devices import bind_selected_hpu, remember_device_indices
+from lightning_hpu.distributed.collectives import initialize_hccl
 from lightning_hpu.runtime import get_backend
-from lightning_hpu.strategies.collectives import initialize_hccl
 from tests.standin import reset_backend
 
 

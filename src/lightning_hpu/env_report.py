@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lightning_hpu.distributed import rank_watchdog
 from lightning_hpu.runtime import (
     HPUConfigurationError,
     HPUFeatureUnavailableError,
@@ -27,7 +28,6 @@ from lightning_hpu.runtime import (
     bridge_installed,
     settings,
 )
-from lightning_hpu.strategies import rank_watchdog
 from lightning_hpu.suggestions import closest_name
 
 #: The (major, minor) ranges lightning-hpu supports, inclusive: a version outside gets a warning.

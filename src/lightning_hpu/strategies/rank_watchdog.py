@@ -10,7 +10,6 @@ from lightning.pytorch.strategies.launchers import _MultiProcessingLauncher, _Su
 from typing_extensions import override
 
 from lightning_hpu.distributed.rank_watchdog import (
-    LAUNCHER_PID_ENV,
     RankWatchdog,
     follow_if_lightning_launched,
     mark_or_follow_launcher,
@@ -18,7 +17,7 @@ from lightning_hpu.distributed.rank_watchdog import (
     watch_job_of,
 )
 
-__all__ = ["LAUNCHER_PID_ENV", "RankWatchdogHooks"]
+__all__ = ["RankWatchdogHooks"]
 
 #: The Trainer's launchers that start the ranks of a job from this process.
 TRAINER_LAUNCHERS = (_SubprocessScriptLauncher, _MultiProcessingLauncher)

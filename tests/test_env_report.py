@@ -148,3 +148,17 @@ def test_the_packages_other_variables_and_the_test_suites_are_not_taken_for_miss
         LIGHTNING_HPU_TEST_PRELOADED_PYTHON="0",
     )
     assert report.warnings == [] and report.errors == []
+
+
+def test_the_reported_ranges_are_the_tested_matrix_and_pyproject_toml_states_it() -> None:
+    from lightning_hpu.versions import TESTED
+
+    assert env_report.SUPPORTED_VERSIONS == {
+        "torch": ((2, 9), (2, 14)),
+        "Lightning": ((2, 6), (2, 6)),
+        "Python": ((3, 10), (3, 12)),
+    }
+    project = (ROOT / "pyproject.toml").read_text()
+    for tested in TESTED:
+        if tested.name != "python":
+            assert f'"{tested.name}{tested.specifier}"' in project, tested

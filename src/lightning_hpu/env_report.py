@@ -29,12 +29,22 @@ from lightning_hpu.runtime import (
     settings,
 )
 from lightning_hpu.suggestions import closest_name
+from lightning_hpu.versions import TESTED, VersionRange, release
 
-#: The (major, minor) ranges lightning-hpu supports, inclusive: a version outside gets a warning.
+#: The report's name of each package of :data:`lightning_hpu.versions.TESTED`.
+_REPORTED_NAMES = {"python": "Python", "torch": "torch", "lightning": "Lightning"}
+
+
+def _major_minor_range(tested: VersionRange) -> tuple[tuple[int, int], tuple[int, int]]:
+    """``>=2.9,<2.15`` as ``((2, 9), (2, 14))``: the first and the last tested minor release."""
+    lowest, below = release(tested.lowest), release(tested.below)
+    return (lowest[0], lowest[1]), (below[0], below[1] - 1)
+
+
+#: The (major, minor) ranges lightning-hpu is tested with, inclusive (from :data:`~lightning_hpu.versions.TESTED`,
+#: which ``pyproject.toml`` states too): a version outside gets a warning.
 SUPPORTED_VERSIONS: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {
-    "Python": ((3, 10), (3, 12)),
-    "torch": ((2, 9), (2, 13)),
-    "Lightning": ((2, 6), (2, 6)),
+    _REPORTED_NAMES[tested.name]: _major_minor_range(tested) for tested in TESTED
 }
 
 #: The prefixes of the environment variables the report lists.

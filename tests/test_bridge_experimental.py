@@ -116,3 +116,20 @@ def test_input_hash_keys_shapes_and_autocast_not_values(standin: Any) -> None:
     with torch.autocast(standin.autocast_device_type, dtype=torch.bfloat16):
         under_autocast = hpu.input_hash((a,))
     assert under_autocast != hpu.input_hash((a,))
+
+
+def test_the_bridges_random_module_restores_hpu_random_numbers(standin: Any) -> None:
+    import importlib
+
+    random = importlib.import_module("habana_frameworks.torch.hpu.random")  # optimum-habana imports it by this name
+    assert hpu.random is random
+    random.manual_seed(7)
+    assert random.initial_seed() == 7
+    states = torch.hpu.get_rng_state_all()
+    first = torch.randn(4, device="hpu")
+    torch.hpu.set_rng_state_all(states)
+    assert torch.equal(torch.randn(4, device="hpu"), first)
+    random.set_rng_state(states[0])
+    assert torch.equal(torch.randn(4, device="hpu"), first)
+    torch.hpu.seed_all()
+    assert random.initial_seed() != 7

@@ -51,6 +51,7 @@ MODULES: dict[str, str | None] = {
     "habana_frameworks.torch.hpu": "hpu",
     "habana_frameworks.torch.hpu.graphs": "graphs",
     "habana_frameworks.torch.hpu.metrics": "metrics",
+    "habana_frameworks.torch.hpu.random": "rng",
     "habana_frameworks.torch.hpex": None,
     "habana_frameworks.torch.hpex.optimizers": "optimizers",
     "habana_frameworks.torch.hpex.normalization": "normalization",

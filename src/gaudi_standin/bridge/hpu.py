@@ -21,6 +21,17 @@ import torch
 
 from gaudi_standin import device as _device
 from gaudi_standin import runtime
+from gaudi_standin.bridge.rng import (
+    get_rng_state,
+    get_rng_state_all,
+    initial_seed,
+    manual_seed,
+    manual_seed_all,
+    seed,
+    seed_all,
+    set_rng_state,
+    set_rng_state_all,
+)
 from gaudi_standin.bridge.streams import Event, Stream, current_stream, default_stream, stream
 from gaudi_standin.settings import LAZY_MODE_ENV
 
@@ -35,6 +46,7 @@ __all__ = [
     "enable_recompute_sdp",
     "get_device_name",
     "get_rng_state",
+    "get_rng_state_all",
     "initial_seed",
     "input_hash",
     "is_available",
@@ -52,9 +64,12 @@ __all__ = [
     "reset_max_memory_allocated",
     "reset_peak_memory_stats",
     "sdp_kernel",
+    "seed",
+    "seed_all",
     "set_device",
     "set_rng_ctx",
     "set_rng_state",
+    "set_rng_state_all",
     "stream",
     "synchronize",
     "unset_rng_ctx",
@@ -214,32 +229,6 @@ def is_bf16_supported() -> bool:
     return is_available()
 
 
-# --- random numbers: the stand-in's device is the CPU, so its generator is the CPU's -----------------------------
-def manual_seed(seed: int) -> None:
-    """Seed the device's random number generator."""
-    torch.manual_seed(seed)
-
-
-def manual_seed_all(seed: int) -> None:
-    """Seed every device's generator (one per process on a Gaudi)."""
-    torch.manual_seed(seed)
-
-
-def initial_seed() -> int:
-    """The seed the device's generator started from."""
-    return torch.initial_seed()
-
-
-def get_rng_state(device: _Device = "hpu") -> torch.Tensor:
-    """The device generator's state."""
-    return torch.get_rng_state()
-
-
-def set_rng_state(new_state: torch.Tensor, device: _Device = "hpu") -> None:
-    """Restore the device generator's state."""
-    torch.set_rng_state(new_state)
-
-
 def __getattr__(name: str) -> Any:
     """The graph API, in lazy mode only; the ``graphs`` and ``metrics`` submodules, imported on first use."""
     if name in SUBMODULES:
@@ -260,7 +249,7 @@ def __getattr__(name: str) -> Any:
 
 # --- bridge switches beyond devices and memory --------------------------------------------------------------------
 #: The bridge's ``hpu`` package has these submodules (``metrics`` starts the stand-in's compilation counting).
-SUBMODULES = ("graphs", "metrics")
+SUBMODULES = ("graphs", "metrics", "random")
 
 
 def enable_dynamic_shape() -> None:

@@ -356,3 +356,23 @@ def test_wrap_in_hpu_graph_without_tensor_cache_keeps_its_own_buffers(lazy_stand
         x = torch.randn(3, 8)
         torch.testing.assert_close(wrapped(input=x), reference(x))
     assert standin_counters().graph_cache_hits == 1
+
+
+class _Keyworded(nn.Module):
+    """A forward with named and keyword-only parameters, as Transformers' models have."""
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *, scale: float = 1.0):
+        return input_ids * scale if attention_mask is None else input_ids * attention_mask * scale
+
+
+def test_graph_wrappers_keep_the_wrapped_forwards_signature(lazy_standin) -> None:
+    """Callers that inspect ``forward`` (Transformers' ``generate`` checks its model kwargs so) see the module's own."""
+    import inspect
+
+    expected = list(inspect.signature(_Keyworded().forward).parameters)
+    inference = wrap_in_hpu_graph(_Keyworded())
+    assert list(inspect.signature(inference.forward).parameters) == expected == ["input_ids", "attention_mask", "scale"]
+    x = torch.ones(2, 3)
+    torch.testing.assert_close(inference(x, attention_mask=torch.zeros(2, 3)), torch.zeros(2, 3))
+    training = ModuleCacher(max_graphs=2)(_Keyworded().train())
+    assert list(inspect.signature(training.forward).parameters) == expected

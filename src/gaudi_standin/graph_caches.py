@@ -22,6 +22,7 @@ state, other arguments by value; no dtype). The policy is the bridge's (``hpu/gr
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 import os
 import warnings
@@ -132,6 +133,7 @@ def standin_wrap_in_hpu_graph(
     cache: dict[Any, _InferenceGraph] = {}
     no_tensor_cache = _env_flag(DISABLE_TENSOR_CACHE_ENV, disable_tensor_cache)
 
+    @functools.wraps(original)  # keeps the module's forward signature, which callers inspect (Transformers' generate)
     def forward(*args: Any, **kwargs: Any) -> Any:
         warmup_mode = kwargs.pop("warmup_mode", False)
         if kwargs.pop("bypass_hpu_graphs", False):
@@ -258,6 +260,7 @@ class StandInModuleCacher:
             dry_run=_env_flag(DRY_RUN_ENV, dry_run),
         )
 
+        @functools.wraps(original)  # keeps the module's forward signature, as the bridge's wrapper does
         def forward(*args: Any, **kwargs: Any) -> Any:
             self.iteration_cnt += 1
             values = signature.bind(args, kwargs)

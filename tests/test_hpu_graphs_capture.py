@@ -196,3 +196,21 @@ def test_capture_active_tells_whether_a_capture_is_underway(lazy_standin) -> Non
     with pytest.raises(HostSyncInCaptureError), graph(HPUGraph()):
         x.sum().item()
     assert not capture_active()  # a failed capture ends too
+
+
+def test_dtype_arithmetic_on_the_host_is_no_host_sync(lazy_standin) -> None:
+    """``promote_types``/``result_type`` read dtypes only (autocast code calls them inside captured forwards); a value
+    read is still refused, and a refused capture leaves the next one possible."""
+    x = torch.ones(4, device="hpu")
+    g = HPUGraph()
+    with graph(g), torch.autocast("hpu", dtype=torch.bfloat16):
+        wide = torch.promote_types(x.dtype, torch.bfloat16)
+        out = (x * 2).to(torch.result_type(x, 1.0))
+    assert wide == torch.float32 and out.dtype == torch.float32
+    x.fill_(3.0)
+    g.replay()
+    torch.testing.assert_close(out, torch.full((4,), 6.0, device="hpu"))
+    with pytest.raises(HostSyncInCaptureError), graph(HPUGraph()):
+        x.sum().item()
+    with graph(HPUGraph()):
+        (x + 1).sum()

@@ -90,9 +90,21 @@ _DATA_DEPENDENT_OPS: dict[Any, str] = {
 
 _MASK_INDEX_OPS = frozenset({aten.index, aten.index_put, aten.index_put_, aten._index_put_impl_})
 
-#: Ops that return Python numbers from metadata only (no host sync).
+#: Ops that return Python values from metadata only, reading no device value (no host sync): sizes, and the dtype
+#: arithmetic that autocast and type promotion do on the host (Llama's rotary embedding under autocast calls
+#: ``promote_types`` inside a captured forward; a Gaudi accepts it).
 _METADATA_OPS = frozenset(
-    {aten.sym_size, aten.sym_stride, aten.sym_numel, aten.sym_storage_offset, aten.is_same_size, aten.dim}
+    {
+        aten.sym_size,
+        aten.sym_stride,
+        aten.sym_numel,
+        aten.sym_storage_offset,
+        aten.is_same_size,
+        aten.dim,
+        aten.promote_types,
+        aten.result_type,
+        aten.can_cast,
+    }
 )
 
 

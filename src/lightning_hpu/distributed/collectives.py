@@ -18,14 +18,12 @@ without one.
 
 from __future__ import annotations
 
-import os
 import pickle
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
 import torch
 import torch.distributed as dist
-from lightning.fabric.plugins.environments.lightning import find_free_network_port
 from lightning.fabric.utilities.distributed import _all_gather_ddp_if_available, _distributed_is_initialized
 from torch import Tensor
 from torch.distributed import ReduceOp
@@ -68,11 +66,6 @@ def initialize_hccl(world_size: int, global_rank: int, local_rank: int) -> str:
     """
     backend = require_backend()
     bind_selected_hpu(local_rank, backend.device_count())
-    if world_size == 1:
-        # A launcher gives every rank of a job its address and port; a lone process picks a free port, as Lightning's
-        # own environment does, before the bridge sets its fixed default (12345), on which two runs would collide.
-        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-        os.environ.setdefault("MASTER_PORT", str(find_free_network_port()))
     backend.initialize_distributed(world_size, global_rank, local_rank)
     return backend.process_group_backend
 

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, Protocol
@@ -80,13 +79,9 @@ def init_hccl_process_group(strategy: ProcessGroupOwner) -> str:
     Every HPU strategy that makes the default group (DDP, FSDP, model parallel; Trainer and Fabric) goes through
     here, after setting its world ranks.
     """
+    name = hccl_backend_name(strategy)
     environment = strategy.cluster_environment
     assert environment is not None
-    # The address and port Lightning will use, exported before the bridge's initialize_distributed_hpu, which sets
-    # its own defaults (port 12345) where they are unset: two single-process runs on one host would collide there.
-    os.environ.setdefault("MASTER_ADDR", environment.main_address)
-    os.environ.setdefault("MASTER_PORT", str(environment.main_port))
-    name = hccl_backend_name(strategy)
     timeout = group_timeout(strategy)
     store = elastic.attempt_store(timeout)
     if store is None:

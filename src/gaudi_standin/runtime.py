@@ -75,17 +75,6 @@ class StandInRuntime:
         """``hpu:<module>``: the emulated HPU this process is bound to."""
         return torch.device("hpu", self.current_device())
 
-    def parallel_devices(self, modules: list[int]) -> list[torch.device]:
-        """Each process's HPU is its own device here: local rank ``r`` drives ``hpu:<its module>``."""
-        self._check_emulated(modules)
-        return [torch.device("hpu", module) for module in modules]
-
-    def activate_device(self, device: torch.device) -> None:
-        """``hpu:N`` becomes the device of every thread of this process (``hpu`` alone: the bound module's)."""
-        if device.index is not None:
-            self._check_emulated([device.index])
-            hpu_device.set_process_device(device.index)
-
     def follow_binding(self) -> None:
         """Make the bound module the device of every thread of this process (as the bridge opens that module)."""
         module = settings.bound_module()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib.util
 import warnings
 from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, ExitStack
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +44,7 @@ class BridgeBackend(HPUBackend):
         # FusedClipNorm allocates its bound on the device, so one is kept per bound.
         self._clip_norms: dict[float, FusedClipNorm] = {}
         # Lazy-mode compilations are counted by a local metric while watched; those of windows closed before.
-        self._compilation_window: AbstractContextManager[Metric] | None = None
+        self._compilation_window: ExitStack | None = None
         self._compilation_metric: Metric | None = None
         self._compilations_before = 0
 
@@ -189,18 +189,17 @@ class BridgeBackend(HPUBackend):
         if enabled:
             from habana_frameworks.torch.hpu.metrics import metric_localcontext
 
-            self._compilation_window = metric_localcontext("graph_compilation")
-            self._compilation_metric = self._compilation_window.__enter__()
+            self._compilation_window = ExitStack()
+            self._compilation_metric = self._compilation_window.enter_context(metric_localcontext("graph_compilation"))
             return
         self._compilations_before = self._compilations_so_far()
         window, self._compilation_window, self._compilation_metric = self._compilation_window, None, None
         if window is not None:
-            window.__exit__(None, None, None)
+            window.close()
 
     def _compilations_so_far(self) -> int:
         metric = self._compilation_metric
-        counted = int(dict(metric.stats()).get("TotalNumber", 0)) if metric is not None else 0
-        return self._compilations_before + counted
+        return self._compilations_before + (_total_number(metric) if metric is not None else 0)
 
     def graph_compilation_count(self) -> int | None:
         if htcore.is_lazy():
@@ -209,9 +208,7 @@ class BridgeBackend(HPUBackend):
         from habana_frameworks.torch.hpu.metrics import metric_global
 
         metric = metric_global("graph_compilation")
-        if metric is None:
-            return None
-        return int(dict(metric.stats()).get("TotalNumber", 0))
+        return None if metric is None else _total_number(metric)
 
     def close(self) -> None:
         self.watch_graph_compilations(False)
@@ -266,7 +263,7 @@ class BridgeBackend(HPUBackend):
             max_graphs=max_graphs,
         )
 
-    @staticmethod
-    def bridge_module() -> ModuleType:
-        """The ``habana_frameworks.torch.hpu`` module, for the few helpers that need more of the bridge."""
-        return hthpu
+
+def _total_number(metric: Metric) -> int:
+    """The ``TotalNumber`` tag of a bridge metric's stats."""
+    return int(dict(metric.stats()).get("TotalNumber", 0))

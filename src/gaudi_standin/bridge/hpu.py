@@ -81,10 +81,6 @@ _Device = int | str | torch.device | None
 GRAPH_API = ("HPUGraph", "graph", "make_graphed_callables", "ModuleCacher", "wrap_in_hpu_graph")
 
 
-def _standin() -> runtime.StandInRuntime:
-    return runtime.current()
-
-
 def _index(device: _Device) -> int:
     """The device index of ``device`` as the bridge reads it (``None`` and plain ``"hpu"``: the current one)."""
     if isinstance(device, int):
@@ -106,23 +102,23 @@ def _checked_index(device: _Device) -> int:
 
 def is_available() -> bool:
     """Whether an HPU can be used (always, on the stand-in)."""
-    return _standin().is_available()
+    return runtime.current().is_available()
 
 
 def device_count() -> int:
     """The number of emulated HPUs (``LIGHTNING_HPU_CPU_DEVICES``)."""
-    return _standin().device_count()
+    return runtime.current().device_count()
 
 
 def get_device_name(device: _Device = None) -> str:
     """The emulated generation: ``"GAUDI"``, ``"GAUDI2"`` or ``"GAUDI3"`` (``LIGHTNING_HPU_CPU_DEVICE_NAME``)."""
     _checked_index(device)
-    return _standin().device_name()
+    return runtime.current().device_name()
 
 
 def current_device() -> int:
     """The index of the current HPU (the module this process is bound to, unless the thread chose another)."""
-    return _standin().current_device()
+    return runtime.current().current_device()
 
 
 def is_initialized() -> bool:
@@ -132,7 +128,7 @@ def is_initialized() -> bool:
 
 def _lazy_init() -> None:
     """What torch calls before the first tensor goes to ``"hpu"``: the stand-in's device and backend are ready."""
-    _standin()
+    runtime.current()
 
 
 def _is_in_bad_fork() -> bool:
@@ -169,19 +165,19 @@ def unset_rng_ctx(name: str) -> None:
 
 def set_device(device: _Device) -> None:
     """Bind this process to an HPU (an index, ``"hpu:N"`` or a ``torch.device``)."""
-    _standin().set_device(_index(device))
+    runtime.current().set_device(_index(device))
 
 
 def synchronize(device: _Device = None) -> None:
     """Wait for the device; in lazy mode this also marks a step, as on a Gaudi."""
-    _standin().synchronize()
+    runtime.current().synchronize()
 
 
 def memory_stats(device: _Device = None) -> dict[str, int]:
     """Memory statistics with the bridge's ten keys (``Limit``, ``InUse``, ``MaxInUse``, ...) of an HPU."""
     index = _checked_index(device)
     with _on_device(index):
-        return _standin().memory_stats()
+        return runtime.current().memory_stats()
 
 
 def memory_allocated(device: _Device = None) -> int:
@@ -237,7 +233,7 @@ def __getattr__(name: str) -> Any:
         return importlib.import_module(f"habana_frameworks.torch.hpu.{name}")
     if name not in GRAPH_API:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    if not _standin().is_lazy():
+    if not runtime.current().is_lazy():
         raise AttributeError(
             f"habana_frameworks.torch.hpu has no attribute {name!r} in eager mode: HPU graphs need the legacy lazy"
             f" mode (set {LAZY_MODE_ENV}=1 before starting Python), or use torch.compile(backend='hpu_backend')."

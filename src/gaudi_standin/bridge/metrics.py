@@ -57,10 +57,6 @@ def _flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("y", "yes", "t", "true", "on", "1")
 
 
-def _standin() -> StandInRuntime:
-    return runtime.current()
-
-
 class Metric:
     """A counter over the emulated runtime, counting between ``start()`` and ``stop()`` (it starts when made)."""
 
@@ -84,7 +80,7 @@ class Metric:
 
     def _follow_backend(self) -> None:
         """If the runtime was reset since (tests do), keep the counts so far and count on the new one."""
-        if self._backend is not None and self._backend is not _standin():
+        if self._backend is not None and self._backend is not runtime.current():
             self.stop()
             self.start()
 
@@ -102,7 +98,7 @@ class Metric:
         """Count from now on (on top of what was counted before a ``stop()``)."""
         if self._backend is not None:
             return
-        backend = _standin()
+        backend = runtime.current()
         if backend is None:
             return
         self._watch(backend, True)

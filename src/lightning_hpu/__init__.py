@@ -12,6 +12,8 @@ from lightning_hpu.accelerator import HPUAccelerator
 from lightning_hpu.autocast_ops import set_autocast_op_lists
 from lightning_hpu.compile import HPUCompile, HPURecompileMonitor, HPUThroughputMonitor
 from lightning_hpu.data import BucketPadCollate, LengthGroupedBatchSampler
+from lightning_hpu.distributed.context_parallel import gradient_mesh
+from lightning_hpu.distributed.ulysses import ContextParallelAttention
 from lightning_hpu.fabric.plugins.precision import HPUPrecision
 from lightning_hpu.fp8 import fp8_finish_measurement, fp8_measure, fp8_quantize
 from lightning_hpu.fp8.callback import HPUFp8Inference
@@ -64,6 +66,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "BucketPadCollate",
+    "ContextParallelAttention",
     "HPUAccelerator",
     "HPUAsyncCheckpointIO",
     "HPUCheckpointIO",
@@ -101,6 +104,7 @@ __all__ = [
     "fused_adamw",
     "fused_sgd",
     "get_backend",
+    "gradient_mesh",
     "make_graphed_callables",
     "mark_step",
     "run_script",

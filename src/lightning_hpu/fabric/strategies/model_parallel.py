@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any, Literal
+
 import torch
+from lightning.fabric.plugins.collectives.torch_collective import default_pg_timeout
 from lightning.fabric.strategies import ModelParallelStrategy
+from torch import Tensor
 from torch.nn import Module
 from torch.optim import Optimizer
 from typing_extensions import override
 
 from lightning_hpu.distributed import sharding
+from lightning_hpu.distributed.context_parallel import ContextParallelMixin, check_context_parallel_size, connect_attention
 from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks
 from lightning_hpu.fabric.strategies.hccl import FabricHCCLCollectiveOps, HCCLProcessGroup
 
 
 class HPUModelParallelStrategy(
-    FabricHPUStrategyHooks, FabricHCCLCollectiveOps, HCCLProcessGroup, ModelParallelStrategy
+    FabricHPUStrategyHooks, FabricHCCLCollectiveOps, HCCLProcessGroup, ContextParallelMixin, ModelParallelStrategy
 ):
     """Fabric FSDP2 + tensor parallelism over HCCL (``strategy="hpu_model_parallel"``).
 
@@ -24,22 +31,61 @@ class HPUModelParallelStrategy(
             ``fully_shard`` module it makes is then set to reduce gradients with ``SUM``.
         data_parallel_size, tensor_parallel_size, save_distributed_checkpoint, process_group_backend, timeout: as
             Lightning's ``ModelParallelStrategy``.
+        context_parallel_size: split every sequence over this many ranks of a ``"context_parallel"`` mesh dimension
+            (docs/guide/context-parallelism.md): call ``fabric.strategy.shard_sequence(batch)`` on each batch, use
+            :class:`~lightning_hpu.ContextParallelAttention` in the model; ``fabric.backward`` then averages the
+            gradients over the data x context parallel ranks (unless ``fully_shard`` over ``gradient_mesh`` does).
     """
 
     strategy_name = "hpu_model_parallel"  # not registered by name: Fabric needs the ``parallelize_fn`` object
+
+    def __init__(
+        self,
+        parallelize_fn: Callable[[Any, Any], Any],
+        data_parallel_size: Literal["auto"] | int = "auto",
+        tensor_parallel_size: Literal["auto"] | int = "auto",
+        save_distributed_checkpoint: bool = True,
+        process_group_backend: str | None = None,
+        timeout: timedelta | None = default_pg_timeout,
+        context_parallel_size: int = 1,
+    ) -> None:
+        super().__init__(
+            parallelize_fn,
+            data_parallel_size,
+            tensor_parallel_size,
+            save_distributed_checkpoint,
+            process_group_backend,
+            timeout,
+        )
+        self._context_parallel_size = context_parallel_size
+        self._set_up_modules: list[Module] = []  # whose gradients ``backward`` averages over context parallel ranks
 
     @override
     def _configure_launcher(self) -> None:
         sharding.check_before_launch(
             self.strategy_name, self.num_nodes, self.num_processes, tensor_parallel_size=self._tensor_parallel_size
         )
+        check_context_parallel_size(self._context_parallel_size, self.num_nodes * self.num_processes)
         super()._configure_launcher()
+
+    @override
+    def setup_environment(self) -> None:
+        with self._lightning_mesh_sizes():
+            super().setup_environment()
 
     @override
     def setup_module(self, module: Module) -> Module:
         module = super().setup_module(module)
         sharding.force_sum_reduction(module)
+        connect_attention(module, self.device_mesh)
+        self._set_up_modules.append(module)
         return module
+
+    @override
+    def backward(self, tensor: Tensor, module: Module | None, *args: Any, **kwargs: Any) -> None:
+        super().backward(tensor, module, *args, **kwargs)
+        for set_up in self._set_up_modules:  # Fabric passes ``module`` only for ``fabric.backward(..., model=)``
+            self._reduce_context_parallel_gradients(set_up)
 
     @override
     def clip_gradients_norm(

@@ -18,6 +18,7 @@ SCENARIOS = {
     "compile": "compile_scenarios",
     "bucketing": "bucketing_ddp_scenario",
     "fabric": "fabric_scenarios",
+    "context_parallel": "context_parallel_scenarios",
     "sharded": "sharded_scenarios",
     "recipe_cache": "recipe_cache_scenario",
 }

@@ -20,7 +20,7 @@ from lightning.fabric.utilities.apply_func import apply_to_collection
 from torch import Tensor
 from torch.nn import Module
 
-from lightning_hpu.distributed.ulysses import ContextParallelAttention
+from lightning_hpu.distributed.ulysses import ContextParallelAttention, check_heads
 from lightning_hpu.runtime import HPUConfigurationError
 
 DATA, CONTEXT, TENSOR = "data_parallel", "context_parallel", "tensor_parallel"
@@ -122,6 +122,8 @@ def connect_attention(module: Module, device_mesh: Any) -> int:
             " (each rank holds part of every sequence); use it in the model, or set context_parallel_size=1."
         )
     for attention in attentions:
+        if attention.num_heads is not None:
+            check_heads(attention.num_heads, size)
         attention.connect(group)
     if size > 1:
         _check_fsdp_meshes(module, int(gradient_mesh(device_mesh).size()))

@@ -23,7 +23,7 @@ LocalAttention = Callable[..., Tensor]
 
 
 class _AllToAll(torch.autograd.Function):
-    """All-to-all over dimension 0 of a tensor split in ``group.size()`` equal chunks (chunk ``j`` goes to rank ``j``)."""
+    """All-to-all over dimension 0, split in ``group.size()`` equal chunks: chunk ``j`` goes to rank ``j``."""
 
     @staticmethod
     def forward(ctx: Any, chunks: Tensor, group: dist.ProcessGroup) -> Tensor:

@@ -14,7 +14,11 @@ from torch import Tensor
 from typing_extensions import override
 
 from lightning_hpu.distributed import sharding
-from lightning_hpu.distributed.context_parallel import ContextParallelMixin, check_context_parallel_size, connect_attention
+from lightning_hpu.distributed.context_parallel import (
+    ContextParallelMixin,
+    check_context_parallel_size,
+    connect_attention,
+)
 from lightning_hpu.distributed.hccl import init_hccl_process_group
 from lightning_hpu.plugins.model_parallel_precision import HPUModelParallelPrecisionPlugin
 from lightning_hpu.strategies.base import HPUStrategyHooks
@@ -48,7 +52,9 @@ class HPUModelParallelStrategy(HPUStrategyHooks, HCCLCollectiveOps, ContextParal
         timeout: timedelta | None = default_pg_timeout,
         context_parallel_size: int = 1,
     ) -> None:
-        super().__init__(data_parallel_size, tensor_parallel_size, save_distributed_checkpoint, process_group_backend, timeout)
+        super().__init__(
+            data_parallel_size, tensor_parallel_size, save_distributed_checkpoint, process_group_backend, timeout
+        )
         self._context_parallel_size = context_parallel_size
 
     @staticmethod

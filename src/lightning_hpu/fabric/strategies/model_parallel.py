@@ -15,7 +15,11 @@ from torch.optim import Optimizer
 from typing_extensions import override
 
 from lightning_hpu.distributed import sharding
-from lightning_hpu.distributed.context_parallel import ContextParallelMixin, check_context_parallel_size, connect_attention
+from lightning_hpu.distributed.context_parallel import (
+    ContextParallelMixin,
+    check_context_parallel_size,
+    connect_attention,
+)
 from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks
 from lightning_hpu.fabric.strategies.hccl import FabricHCCLCollectiveOps, HCCLProcessGroup
 

@@ -111,10 +111,8 @@ class LanguageModel(LightningModule):
         return DataLoader(RandomTokens(self.samples, self.length), batch_size=self.batch_size)
 
 
-def train(
-    devices: int, context_parallel: int, length: int, steps: int, fsdp: bool = False, root: str | None = None
-) -> LanguageModel:
-    model = LanguageModel(length, fsdp)
+def train(model: LanguageModel, devices: int, context_parallel: int, steps: int, root: str | None = None) -> None:
+    """Fit ``model`` with each sequence split over ``context_parallel`` of the ``devices``."""
     trainer = Trainer(
         accelerator="hpu",
         devices=devices,
@@ -127,7 +125,6 @@ def train(
         enable_progress_bar=False,
     )
     trainer.fit(model)
-    return model
 
 
 def main() -> None:
@@ -138,7 +135,8 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=4)
     parser.add_argument("--fsdp", action="store_true", help="shard parameters with FSDP2 over data x context ranks")
     args = parser.parse_args()
-    model = train(args.devices, args.context_parallel, args.sequence, args.max_steps, args.fsdp)
+    model = LanguageModel(args.sequence, args.fsdp)
+    train(model, args.devices, args.context_parallel, args.max_steps)
     if model.global_rank == 0:
         losses = ", ".join(f"{loss:.4f}" for loss in model.global_losses)
         print(f"context parallel {args.context_parallel} on {args.devices} HPUs, losses: {losses}")

@@ -4,8 +4,9 @@ The causal language model of ``examples/context_parallel.py`` trains with ``cont
 rank holds half of every sequence) three ways, and the losses are compared with one process of plain PyTorch over
 whole sequences (the same model, data and optimizer):
 
-* ``trainer``: ``HPUModelParallelStrategy(context_parallel_size=2)``, parameters replicated (the strategy averages
-  gradients over the data x context parallel ranks); hooks record the shapes the model sees on this rank;
+* ``trainer``: the example's ``train`` (``HPUModelParallelStrategy(context_parallel_size=2)``), parameters
+  replicated (the strategy averages gradients over the data x context parallel ranks); hooks record the shapes the
+  model sees on this rank;
 * ``trainer_fsdp``: the same with FSDP2 over ``gradient_mesh(device_mesh)``;
 * ``fabric``: Fabric's strategy with ``fabric.strategy.shard_sequence`` and ``fabric.backward``.
 
@@ -96,22 +97,8 @@ def record_shapes(model: nn.Module) -> dict[str, list[list[int]]]:
 def trainer_scenario(out: Path, fsdp: bool) -> dict[str, Any]:
     model = example.LanguageModel(LENGTH, fsdp=fsdp, batch_size=BATCH, samples=STEPS * BATCH)
     seen = record_shapes(model.model)
-    from lightning.pytorch import Trainer
-
-    from lightning_hpu import HPUModelParallelStrategy
-
-    trainer = Trainer(
-        accelerator="hpu",
-        devices=2,
-        strategy=HPUModelParallelStrategy(context_parallel_size=2),
-        max_steps=STEPS,
-        default_root_dir=str(out),
-        logger=False,
-        enable_checkpointing=False,
-        enable_model_summary=False,
-        enable_progress_bar=False,
-    )
-    trainer.fit(model)
+    example.train(model, devices=2, context_parallel=2, steps=STEPS, root=str(out))
+    trainer = model.trainer
     mesh = trainer.strategy.device_mesh
     return {
         "mesh": dict(zip(mesh.mesh_dim_names or (), mesh.shape, strict=True)),

@@ -126,11 +126,11 @@ def connect_attention(module: Module, device_mesh: Any) -> int:
             check_heads(attention.num_heads, size)
         attention.connect(group)
     if size > 1:
-        _check_fsdp_meshes(module, int(gradient_mesh(device_mesh).size()))
+        _check_fsdp_meshes(module, size, int(gradient_mesh(device_mesh).size()))
     return len(attentions)
 
 
-def _check_fsdp_meshes(module: Module, replicas: int) -> None:
+def _check_fsdp_meshes(module: Module, context: int, replicas: int) -> None:
     from torch.distributed.fsdp import FSDPModule
 
     for child in module.modules():
@@ -139,8 +139,8 @@ def _check_fsdp_meshes(module: Module, replicas: int) -> None:
             size = mesh.mesh_info.mesh.size() if mesh is not None else replicas
             if size != replicas:
                 raise HPUConfigurationError(
-                    f"context_parallel_size needs fully_shard over all {replicas} data x context parallel ranks, but"
-                    f" a module is sharded over {size}; pass mesh=gradient_mesh(device_mesh) to fully_shard."
+                    f"context_parallel_size={context} needs fully_shard over all {replicas} data x context parallel"
+                    f" ranks, but a module is sharded over {size}; pass mesh=lightning_hpu.gradient_mesh(device_mesh)."
                 )
 
 

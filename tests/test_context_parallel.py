@@ -76,7 +76,14 @@ def test_a_context_parallel_size_that_does_not_divide_the_devices_is_refused(siz
         Fabric(accelerator="hpu", devices=2, strategy=strategy)
 
 
+@pytest.mark.usefixtures("two_devices")
 def test_mesh_sizes_must_multiply_to_the_devices() -> None:
+    with pytest.raises(HPUConfigurationError, match=r"data_parallel_size=2 x context_parallel_size=2 x"):
+        Trainer(
+            accelerator="hpu",
+            devices=2,
+            strategy=HPUModelParallelStrategy(data_parallel_size=2, context_parallel_size=2),
+        )
     assert context_parallel.resolve_sizes("auto", 2, "auto", 1, 8) == (4, 1)
     assert context_parallel.resolve_sizes("auto", 2, 2, 1, 8) == (2, 2)
     assert context_parallel.resolve_sizes("auto", 1, "auto", 1, 8) == ("auto", "auto")  # Lightning's defaults

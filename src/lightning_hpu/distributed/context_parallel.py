@@ -32,14 +32,18 @@ SEQUENCE_DIM = 1
 _GRADIENT_MESHES: WeakKeyDictionary[Any, Any] = WeakKeyDictionary()
 
 
-def check_context_parallel_size(context_parallel_size: Any, world_size: int) -> None:
-    """Refuse a ``context_parallel_size`` that is not a positive divisor of the devices in use."""
-    size = context_parallel_size
+def check_context_parallel_size(
+    context_parallel_size: Any, data: Any, tensor: Any, num_nodes: int, num_processes: int
+) -> None:
+    """Before any process starts: refuse a ``context_parallel_size`` that does not divide the devices in use, or mesh
+    sizes that do not multiply to them."""
+    size, world_size = context_parallel_size, num_nodes * num_processes
     if isinstance(size, bool) or not isinstance(size, int) or size < 1 or world_size % size:
         raise HPUConfigurationError(
             f"context_parallel_size={size!r} must be a positive divisor of the {world_size} devices in use;"
             " choose 1 (no context parallelism) or a divisor such as 2."
         )
+    resolve_sizes(data, size, tensor, num_nodes, num_processes)
 
 
 def resolve_sizes(data: Any, context: int, tensor: Any, num_nodes: int, num_processes: int) -> tuple[Any, Any]:

@@ -69,7 +69,13 @@ class HPUModelParallelStrategy(
         sharding.check_before_launch(
             self.strategy_name, self.num_nodes, self.num_processes, tensor_parallel_size=self._tensor_parallel_size
         )
-        check_context_parallel_size(self._context_parallel_size, self.num_nodes * self.num_processes)
+        check_context_parallel_size(
+            self._context_parallel_size,
+            self._data_parallel_size,
+            self._tensor_parallel_size,
+            self.num_nodes,
+            self.num_processes,
+        )
         super()._configure_launcher()
 
     @override

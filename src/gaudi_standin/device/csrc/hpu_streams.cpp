@@ -24,6 +24,7 @@ thread_local std::array<c10::StreamId, kMaxDevices> t_current_streams{};
 
 struct HostEvent {
   c10::StreamId stream;
+  c10::EventFlag flag;
   std::chrono::steady_clock::time_point recorded_at;
 };
 
@@ -44,6 +45,17 @@ c10::Stream op_default_stream(int64_t device) {
   return default_stream(c10::Device(kHPU, static_cast<c10::DeviceIndex>(device)));
 }
 void op_set_stream(c10::Stream stream) { exchange_stream(stream); }
+// Elapsed time between two hpu events given by their `event_id`s, with torch's checks (torch's own binding refuses
+// subclasses of torch.Event, such as torch.hpu.Event, as the end event).
+double op_event_elapsed_time(int64_t start, int64_t end) {
+  TORCH_CHECK(start != 0 && end != 0, "Both events must be recorded before calculating elapsed time.");
+  auto* start_event = reinterpret_cast<HostEvent*>(start);
+  auto* end_event = reinterpret_cast<HostEvent*>(end);
+  TORCH_CHECK_VALUE(start_event->flag == c10::EventFlag::BACKEND_DEFAULT &&
+                        end_event->flag == c10::EventFlag::BACKEND_DEFAULT,
+                    "Both events must be created with argument 'enable_timing=True'.");
+  return elapsed_milliseconds(start_event, end_event);
+}
 
 // `tensor.record_stream(stream)`: memory is freed synchronously, so nothing waits; the stream must be an HPU's.
 void record_stream(at::Tensor& self, c10::Stream stream) {
@@ -78,14 +90,14 @@ void check_stream(const c10::Stream& stream) {
               stream.id(), ": create streams with torch.hpu.Stream() or torch.Stream(device=\"hpu\").");
 }
 
-void record_event(void** event, const c10::Stream& stream, c10::DeviceIndex event_device, c10::EventFlag) {
+void record_event(void** event, const c10::Stream& stream, c10::DeviceIndex event_device, c10::EventFlag flag) {
   check_stream(stream);
   TORCH_CHECK(event_device == -1 || event_device == stream.device_index(), "Event device index ",
               static_cast<int>(event_device), " does not match recording stream's device index ",
               static_cast<int>(stream.device_index()), ".");
   auto* host = static_cast<HostEvent*>(*event);
   if (host == nullptr) {
-    host = new HostEvent{stream.id(), {}};
+    host = new HostEvent{stream.id(), flag, {}};
     *event = host;
   }
   host->stream = stream.id();
@@ -107,6 +119,7 @@ TORCH_LIBRARY_FRAGMENT(lightning_hpu_standin, m) {
   m.def("current_stream(int device) -> Stream", &op_current_stream);
   m.def("default_stream(int device) -> Stream", &op_default_stream);
   m.def("set_stream(Stream stream) -> ()", &op_set_stream);
+  m.def("event_elapsed_time(int start, int end) -> float", &op_event_elapsed_time);
 }
 
 TORCH_LIBRARY_IMPL(aten, HPU, m) { m.impl("record_stream", TORCH_FN(lightning_hpu_standin::record_stream)); }

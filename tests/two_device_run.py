@@ -24,6 +24,7 @@ SCENARIOS = [
     "compile",
     "bucketing",
     *(["fabric"] if importlib.util.find_spec("deepspeed") else []),
+    "streams",
     "sharded",
     "recipe_cache",
 ]

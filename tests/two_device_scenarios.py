@@ -19,6 +19,7 @@ SCENARIOS = {
     "bucketing": "bucketing_ddp_scenario",
     "fabric": "fabric_scenarios",
     "sharded": "sharded_scenarios",
+    "streams": "stream_scenarios",
     "recipe_cache": "recipe_cache_scenario",
 }
 

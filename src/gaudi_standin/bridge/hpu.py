@@ -21,6 +21,8 @@ import torch
 
 from gaudi_standin import device as _device
 from gaudi_standin import runtime
+from gaudi_standin.bridge.device_index import _get_device_index
+from gaudi_standin.bridge.events import Event
 from gaudi_standin.bridge.rng import (
     get_rng_state,
     get_rng_state_all,
@@ -32,8 +34,6 @@ from gaudi_standin.bridge.rng import (
     set_rng_state,
     set_rng_state_all,
 )
-from gaudi_standin.bridge.device_index import _get_device_index
-from gaudi_standin.bridge.events import Event
 from gaudi_standin.bridge.streams import (
     Stream,
     StreamContext,
@@ -58,9 +58,9 @@ __all__ = [
     "device_count",
     "enable_recompute_sdp",
     "get_device_name",
-    "get_stream_info",
     "get_rng_state",
     "get_rng_state_all",
+    "get_stream_info",
     "initial_seed",
     "input_hash",
     "is_available",

@@ -66,11 +66,11 @@ class Stream(torch.Stream):
         """Make future work on this stream wait for the work issued on ``stream`` so far."""
         self.wait_event(stream.record_event())
 
-    def record_event(self, event: torch.Event | None = None) -> Event:  # type: ignore[override]
+    def record_event(self, event: torch.Event | None = None) -> torch.Event:
         """Record ``event`` (a new :class:`Event` if not given) on this stream and return it."""
         recorded = Event() if event is None else event
         recorded.record(self)
-        return recorded  # type: ignore[return-value]
+        return recorded
 
     def id(self) -> int:
         """The stream's id (0 for an HPU's default stream)."""

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import torch
 
-from tests.standin import reset_backend
+from tests.standin import counters, reset_backend
 
 HPU0 = torch.device("hpu", 0)
 
@@ -149,6 +149,14 @@ def test_an_hpu_event_refuses_host_streams(standin: Any) -> None:
     event.record()
     with pytest.raises(RuntimeError, match="does not match blocking stream's device type"):
         host_stream.wait_event(event)
+
+
+def test_in_lazy_mode_an_event_on_the_current_stream_marks_a_step(lazy_standin: Any) -> None:
+    before = counters().mark_steps
+    torch.hpu.Event().record()
+    assert counters().mark_steps == before + 1, "the event follows the work issued before it, as on the bridge"
+    torch.hpu.Event().record(torch.hpu.Stream())
+    assert counters().mark_steps == before + 1, "recording on another stream marks no step"
 
 
 @pytest.mark.usefixtures("two_hpus")

@@ -13,16 +13,18 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from gaudi_standin import runtime
+
 if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = ["Event"]
 
 
-def _current_stream() -> torch.Stream:
-    """The calling thread's current stream of its current HPU."""
+def _current_stream(device: int | None = None) -> torch.Stream:
+    """The calling thread's current stream of ``hpu:device`` (default: of its current HPU)."""
     ops = torch.ops.lightning_hpu_standin
-    return ops.current_stream(ops.current_device())
+    return ops.current_stream(ops.current_device() if device is None else device)
 
 
 class Event(torch.Event):
@@ -32,8 +34,16 @@ class Event(torch.Event):
         return super().__new__(cls, "hpu", enable_timing=enable_timing)
 
     def record(self, stream: torch.Stream | None = None) -> None:
-        """Record the event on ``stream`` (default: the current HPU stream)."""
-        super().record(_current_stream() if stream is None else stream)
+        """Record the event on ``stream`` (default: the current HPU stream).
+
+        In lazy mode, recording on the current stream marks a step first, as the bridge does: the event then follows
+        the work issued before it.
+        """
+        target = _current_stream() if stream is None else stream
+        lazy = runtime.current().is_lazy()
+        if lazy and target.device.type == "hpu" and target == _current_stream(int(target.device_index)):
+            runtime.current().mark_step()
+        super().record(target)
 
     def wait(self, stream: torch.Stream | None = None) -> None:
         """Make future work on ``stream`` (default: the current HPU stream) wait for this event."""

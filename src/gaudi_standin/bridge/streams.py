@@ -10,6 +10,7 @@ work on any stream is complete when it returns: waits return at once, queries sa
 
 from __future__ import annotations
 
+import functools
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,12 @@ def _ops() -> Any:
     return torch.ops.lightning_hpu_standin
 
 
+@functools.cache
+def _hpu_device_type() -> int:
+    """torch's number of the HPU device type, as ``torch.Stream.device_type`` holds it."""
+    return int(_ops().default_stream(0).device_type)
+
+
 class Stream(torch.Stream):
     """A stream of an HPU: ``torch.hpu.Stream(device=None, priority=0)`` creates a new one on ``device``.
 
@@ -52,7 +59,7 @@ class Stream(torch.Stream):
             index = _get_device_index(device, optional=True)
             return super().__new__(cls, torch.device("hpu", index), priority=priority)
         index = _get_device_index(kwargs.get("device_index", device), optional=True)
-        hpu_type = int(_ops().default_stream(index).device_type)
+        hpu_type = _hpu_device_type()
         if int(kwargs.get("device_type", hpu_type)) != hpu_type:
             raise ValueError(f"torch.hpu.Stream wraps hpu streams only, not device_type={kwargs['device_type']}.")
         stream_id = 0 if kwargs.get("is_default_stream", False) else int(kwargs["stream_id"])

@@ -25,6 +25,7 @@ SCENARIOS = [
     "bucketing",
     *(["fabric"] if importlib.util.find_spec("deepspeed") else []),
     "context_parallel",
+    "streams",
     "sharded",
     "recipe_cache",
 ]

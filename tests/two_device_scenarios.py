@@ -20,6 +20,7 @@ SCENARIOS = {
     "fabric": "fabric_scenarios",
     "context_parallel": "context_parallel_scenarios",
     "sharded": "sharded_scenarios",
+    "streams": "stream_scenarios",
     "recipe_cache": "recipe_cache_scenario",
 }
 

@@ -24,7 +24,7 @@ from pathlib import Path
 EXTENSIONS_DIR_ENV = "LIGHTNING_HPU_EXTENSIONS_DIR"
 LIBRARY_NAME = "lightning_hpu_standin_device"
 CSRC = Path(__file__).parent / "device" / "csrc"
-SOURCES = ("hpu_device.cpp", "hpu_kernels.cpp", "hpu_autocast.cpp")
+SOURCES = ("hpu_device.cpp", "hpu_kernels.cpp", "hpu_autocast.cpp", "hpu_streams.cpp")
 CFLAGS = ("-O2",)
 READY = "ready"
 

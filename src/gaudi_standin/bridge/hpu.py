@@ -21,6 +21,8 @@ import torch
 
 from gaudi_standin import device as _device
 from gaudi_standin import runtime
+from gaudi_standin.bridge.device_index import _get_device_index
+from gaudi_standin.bridge.events import Event
 from gaudi_standin.bridge.rng import (
     get_rng_state,
     get_rng_state_all,
@@ -32,12 +34,23 @@ from gaudi_standin.bridge.rng import (
     set_rng_state,
     set_rng_state_all,
 )
-from gaudi_standin.bridge.streams import Event, Stream, current_stream, default_stream, stream
+from gaudi_standin.bridge.streams import (
+    Stream,
+    StreamContext,
+    current_stream,
+    default_stream,
+    get_stream_info,
+    record_stream,
+    set_stream,
+    stream,
+)
 from gaudi_standin.settings import LAZY_MODE_ENV
 
 __all__ = [
     "Event",
     "Stream",
+    "StreamContext",
+    "_get_device_index",
     "current_device",
     "current_stream",
     "default_stream",
@@ -47,6 +60,7 @@ __all__ = [
     "get_device_name",
     "get_rng_state",
     "get_rng_state_all",
+    "get_stream_info",
     "initial_seed",
     "input_hash",
     "is_available",
@@ -60,6 +74,7 @@ __all__ = [
     "memory_reserved",
     "memory_stats",
     "recompute_sdp_enabled",
+    "record_stream",
     "reset_accumulated_memory_stats",
     "reset_max_memory_allocated",
     "reset_peak_memory_stats",
@@ -70,6 +85,7 @@ __all__ = [
     "set_rng_ctx",
     "set_rng_state",
     "set_rng_state_all",
+    "set_stream",
     "stream",
     "synchronize",
     "unset_rng_ctx",
@@ -245,7 +261,7 @@ def __getattr__(name: str) -> Any:
 
 # --- bridge switches beyond devices and memory --------------------------------------------------------------------
 #: The bridge's ``hpu`` package has these submodules (``metrics`` starts the stand-in's compilation counting).
-SUBMODULES = ("graphs", "metrics", "random")
+SUBMODULES = ("_utils", "events", "graphs", "metrics", "random", "streams")
 
 
 def enable_dynamic_shape() -> None:

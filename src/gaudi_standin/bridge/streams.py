@@ -1,112 +1,167 @@
-"""Streams and events of the stand-in's ``hpu`` (``torch.hpu.Stream``, ``Event``, ``current_stream``, ``stream``).
+"""``habana_frameworks.torch.hpu.streams`` on the stand-in: ``torch.hpu.Stream``, ``stream``, ``current_stream``, ...
 
-Every op of the stand-in runs synchronously on the host, so there is one stream per device and everything recorded
-is already complete: waits return at once and events time the host. FSDP, DeepSpeed and scripts written for a Gaudi
-call this API to overlap communication and compute; here it keeps their code paths running.
+As in the bridge, ``torch.hpu.Stream`` is a ``torch.Stream`` of the ``hpu`` device: each one created is a new
+device stream with its own id, a thread has a current stream per HPU (the default stream, id 0, until it sets
+another with :func:`set_stream` or ``with torch.hpu.stream(s):``), and torch's own stream API (``torch.Stream``,
+``torch.accelerator``, ``tensor.record_stream``) works on the same streams. FSDP2, DeepSpeed and scripts written for
+a Gaudi use them to overlap communication and compute. The stand-in runs every op synchronously on the host, so
+work on any stream is complete when it returns: waits return at once, queries say done, and events time the host.
 """
 
 from __future__ import annotations
 
-import time
+import functools
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-__all__ = ["Event", "Stream", "current_stream", "default_stream", "stream"]
+from gaudi_standin.bridge.device_index import _get_device_index
+from gaudi_standin.bridge.events import Event
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = [
+    "Stream",
+    "StreamContext",
+    "current_stream",
+    "default_stream",
+    "get_stream_info",
+    "record_stream",
+    "set_stream",
+    "stream",
+]
 
 
-def _device(device: Any) -> torch.device:
-    if isinstance(device, int):
-        return torch.device("hpu", device)
-    if device is None:
-        return torch.device("hpu", torch.ops.lightning_hpu_standin.current_device())
-    parsed = torch.device(device)
-    if parsed.index is None:
-        return torch.device("hpu", torch.ops.lightning_hpu_standin.current_device())
-    return parsed
+def _ops() -> Any:
+    return torch.ops.lightning_hpu_standin
 
 
-class Event:
-    """A point in a stream's work; on the stand-in it is reached when it is recorded."""
-
-    def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> None:
-        self.enable_timing = enable_timing
-        self._recorded_at: float | None = None
-
-    def record(self, stream: Stream | None = None) -> None:
-        self._recorded_at = time.perf_counter()
-
-    def wait(self, stream: Stream | None = None) -> None:
-        """Make ``stream`` wait for this event (nothing to wait for on the stand-in)."""
-
-    def query(self) -> bool:
-        return True
-
-    def synchronize(self) -> None:
-        """Wait for the event (it is complete once recorded)."""
-
-    def elapsed_time(self, end_event: Event) -> float:
-        """Milliseconds from this event to ``end_event`` (both recorded)."""
-        if self._recorded_at is None or end_event._recorded_at is None:
-            raise RuntimeError("elapsed_time needs both events recorded: call record() on each first.")
-        return (end_event._recorded_at - self._recorded_at) * 1000.0
+@functools.cache
+def _hpu_device_type() -> int:
+    """torch's number of the HPU device type, as ``torch.Stream.device_type`` holds it."""
+    return int(_ops().default_stream(0).device_type)
 
 
-class Stream:
-    """An ``hpu`` stream: the device's one stream, since the stand-in runs every op at once."""
+class Stream(torch.Stream):
+    """A stream of an HPU: ``torch.hpu.Stream(device=None, priority=0)`` creates a new one on ``device``.
 
-    def __init__(self, device: Any = None, priority: int = 0, **kwargs: Any) -> None:
-        self.device = _device(device)
-        self.priority = priority
+    ``torch.hpu.Stream(stream_id=..., device_index=..., device_type=...)`` wraps an existing one (what
+    :func:`current_stream` returns). HPU streams have one priority: ``priority`` is accepted and not used.
+    """
 
-    def wait_stream(self, stream: Stream) -> None:
-        """Order this stream after ``stream`` (already so on the stand-in)."""
+    def __new__(cls, device: Any = None, priority: int = 0, **kwargs: Any) -> Self:
+        unknown = set(kwargs) - {"stream_id", "device_index", "device_type", "is_default_stream"}
+        if unknown:
+            raise TypeError(f"torch.hpu.Stream got unexpected keyword argument(s): {', '.join(sorted(unknown))}.")
+        if "stream_id" not in kwargs and not kwargs.get("is_default_stream", False):
+            index = _get_device_index(device, optional=True)
+            return super().__new__(cls, torch.device("hpu", index), priority=priority)
+        index = _get_device_index(kwargs.get("device_index", device), optional=True)
+        hpu_type = _hpu_device_type()
+        if int(kwargs.get("device_type", hpu_type)) != hpu_type:
+            raise ValueError(f"torch.hpu.Stream wraps hpu streams only, not device_type={kwargs['device_type']}.")
+        stream_id = 0 if kwargs.get("is_default_stream", False) else int(kwargs["stream_id"])
+        return super().__new__(cls, stream_id, index, hpu_type, priority=priority)
 
-    def wait_event(self, event: Event) -> None:
-        """Order this stream after ``event`` (already so on the stand-in)."""
+    def wait_event(self, event: torch.Event) -> None:
+        """Make future work on this stream wait for ``event`` (returns at once)."""
+        event.wait(self)
 
-    def record_event(self, event: Event | None = None) -> Event:
-        event = event if event is not None else Event()
-        event.record(self)
-        return event
+    def wait_stream(self, stream: torch.Stream) -> None:
+        """Make future work on this stream wait for the work issued on ``stream`` so far."""
+        self.wait_event(stream.record_event())
 
-    def query(self) -> bool:
-        return True
+    def record_event(self, event: torch.Event | None = None) -> torch.Event:
+        """Record ``event`` (a new :class:`Event` if not given) on this stream and return it."""
+        recorded = Event() if event is None else event
+        recorded.record(self)
+        return recorded
 
-    def synchronize(self) -> None:
-        """Wait for the stream's work (done already)."""
+    def id(self) -> int:
+        """The stream's id (0 for an HPU's default stream)."""
+        return int(self.stream_id)
+
+    @property
+    def hpu_stream(self) -> int:
+        """The device's handle of the stream (its id on the stand-in)."""
+        return int(self.stream_id)
+
+    @property
+    def priority(self) -> int:
+        """The stream's priority: HPU streams have one."""
+        return 0
+
+    @staticmethod
+    def priority_range() -> tuple[int, int]:
+        """``(least, greatest)`` priority, as the bridge reports them."""
+        return 0, -1
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Stream) and other.device == self.device
+        return isinstance(other, torch.Stream) and super().__eq__(other)
 
     def __hash__(self) -> int:
-        return hash(("hpu-stream", self.device))
+        return super().__hash__()
 
     def __repr__(self) -> str:
-        return f"Stream(device={self.device})"
+        return f"<torch.hpu.Stream device={self.device} hpu_stream={self.hpu_stream:#x}>"
 
 
-def current_stream(device: Any = None) -> Stream:
-    """The stream ops on ``device`` run on."""
-    return Stream(device)
+class StreamContext:
+    """Make ``stream`` the current stream of its HPU inside the block (a no-op for ``None``)."""
 
-
-def default_stream(device: Any = None) -> Stream:
-    """The device's default stream (the only one)."""
-    return Stream(device)
-
-
-class stream:
-    """Run the block on ``stream`` (``with torch.hpu.stream(s):``); the stand-in has one stream per device."""
-
-    def __init__(self, stream: Stream | None) -> None:
+    def __init__(self, stream: torch.Stream | None) -> None:
         self.stream = stream
+        self.previous: Stream | None = None
 
-    def __enter__(self) -> Stream | None:
-        return self.stream
+    def __enter__(self) -> None:
+        if self.stream is None:
+            return
+        self.previous = current_stream(int(self.stream.device_index))
+        set_stream(self.stream)
 
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
     ) -> None:
-        return None
+        if self.previous is not None:
+            set_stream(self.previous)
+            self.previous = None
+
+
+def stream(stream: torch.Stream | None) -> StreamContext:
+    """Run the block with ``stream`` as the current stream (``with torch.hpu.stream(s):``)."""
+    return StreamContext(stream)
+
+
+def set_stream(stream: torch.Stream | None) -> None:
+    """Make ``stream`` the current stream of its HPU on this thread (``None``: no change)."""
+    if stream is None:
+        return
+    if not isinstance(stream, torch.Stream):
+        raise TypeError(f"set_stream expects a torch.hpu.Stream, got {type(stream).__name__}.")
+    _ops().set_stream(stream)
+
+
+def current_stream(device: Any = None) -> Stream:
+    """The calling thread's current stream of ``device`` (default: the current HPU)."""
+    current = _ops().current_stream(_get_device_index(device, optional=True))
+    return Stream(stream_id=current.stream_id, device_index=current.device_index, device_type=current.device_type)
+
+
+def default_stream(device: Any = None) -> Stream:
+    """The default stream of ``device`` (default: the current HPU)."""
+    default = _ops().default_stream(_get_device_index(device, optional=True))
+    return Stream(stream_id=default.stream_id, device_index=default.device_index, device_type=default.device_type)
+
+
+def get_stream_info(stream: torch.Stream) -> tuple[torch.device, int]:
+    """``(device, stream id)`` of an HPU stream."""
+    if not isinstance(stream, torch.Stream) or stream.device.type != "hpu":
+        raise ValueError(f"get_stream_info expects a torch.hpu.Stream, got {stream!r}.")
+    return stream.device, int(stream.stream_id)
+
+
+def record_stream(tensor: torch.Tensor, stream: torch.Stream) -> None:
+    """Mark ``tensor``'s memory as in use by ``stream`` (what ``tensor.record_stream(stream)`` does on hpu)."""
+    tensor.record_stream(stream)

@@ -14,12 +14,12 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <unordered_set>
 #include <vector>
 
 namespace lightning_hpu_standin {
 namespace {
-
-constexpr int kMaxDevices = 64;
 
 c10::DeviceIndex read_device_count() {
   // The Python side validated LIGHTNING_HPU_CPU_DEVICES before loading this library.
@@ -106,8 +106,45 @@ struct CountingAllocator final : public c10::Allocator {
 };
 CountingAllocator g_allocator;
 
+// Pinned host memory (`tensor.pin_memory(device="hpu")`): host bytes, remembered so that `is_pinned()` can tell them.
+std::mutex g_pinned_mutex;
+std::unordered_set<const void*> g_pinned;
+
+void free_pinned(void* context) {
+  auto* host = static_cast<c10::DataPtr*>(context);
+  {
+    const std::lock_guard<std::mutex> lock(g_pinned_mutex);
+    g_pinned.erase(host->get());
+  }
+  delete host;
+}
+
+struct PinnedAllocator final : public c10::Allocator {
+  c10::DataPtr allocate(size_t nbytes) override {
+    auto* host = new c10::DataPtr(c10::GetDefaultCPUAllocator()->allocate(nbytes));
+    void* data = host->get();
+    {
+      const std::lock_guard<std::mutex> lock(g_pinned_mutex);
+      g_pinned.insert(data);
+    }
+    return c10::DataPtr(data, host, &free_pinned, c10::Device(c10::DeviceType::CPU));
+  }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    if (count > 0) {
+      std::memcpy(dest, src, count);
+    }
+  }
+};
+PinnedAllocator g_pinned_allocator;
+
+bool is_pinned(const void* data) {
+  const std::lock_guard<std::mutex> lock(g_pinned_mutex);
+  return data != nullptr && g_pinned.count(data) > 0;
+}
+
 // ---------------------------------------------------------------------------------------------- guard
-// Everything runs synchronously on the host, so streams are the default stream and events are complete.
+// Streams and events are those of hpu_streams.cpp: everything runs synchronously on the host, so work on every
+// stream is done and a recorded event is complete, but streams and events are checked as the device's.
 struct DeviceGuard final : public c10::impl::DeviceGuardImplInterface {
   DeviceGuard() = default;
   explicit DeviceGuard(c10::DeviceType type) {
@@ -132,20 +169,40 @@ struct DeviceGuard final : public c10::impl::DeviceGuardImplInterface {
     }
   }
   c10::Stream getStream(c10::Device device) const override {
-    return c10::Stream(c10::Stream::DEFAULT, c10::Device(kHPU, device.has_index() ? device.index() : current_device()));
+    return current_stream(device.has_index() ? device.index() : current_device());
   }
-  c10::Stream exchangeStream(c10::Stream stream) const override { return getStream(stream.device()); }
+  c10::Stream getDefaultStream(c10::Device device) const override { return default_stream(device); }
+  c10::Stream getStreamFromGlobalPool(c10::Device device, bool) const override { return new_stream(device); }
+  c10::Stream getNewStream(c10::Device device, int) const override { return new_stream(device); }
+  c10::Stream exchangeStream(c10::Stream stream) const override { return exchange_stream(stream); }
   c10::DeviceIndex deviceCount() const noexcept override { return g_device_count; }
-  void record(void**, const c10::Stream&, const c10::DeviceIndex, const c10::EventFlag) const override {}
-  void block(void*, const c10::Stream&) const override {}
+  void record(void** event, const c10::Stream& stream, const c10::DeviceIndex device_index,
+              const c10::EventFlag flag) const override {
+    record_event(event, stream, device_index, flag);
+  }
+  void block(void* event, const c10::Stream& stream) const override {
+    if (event != nullptr) {
+      check_stream(stream);  // the recorded work is done: nothing to wait for
+    }
+  }
   bool queryEvent(void*) const override { return true; }
-  void destroyEvent(void*, const c10::DeviceIndex) const noexcept override {}
-  bool queryStream(const c10::Stream&) const override { return true; }
-  void synchronizeStream(const c10::Stream&) const override {}
+  void destroyEvent(void* event, const c10::DeviceIndex) const noexcept override { destroy_event(event); }
+  bool queryStream(const c10::Stream& stream) const override {
+    check_stream(stream);
+    return true;
+  }
+  void synchronizeStream(const c10::Stream& stream) const override { check_stream(stream); }
   void synchronizeEvent(void*) const override {}
-  void synchronizeDevice(const c10::DeviceIndex) const override {}
+  void synchronizeDevice(const c10::DeviceIndex device) const override {
+    if (device >= 0) {
+      check_device(c10::Device(kHPU, device));
+    }
+  }
+  // Memory is freed synchronously (no caching allocator), so no block needs to wait for a stream.
   void recordDataPtrOnStream(const c10::DataPtr&, const c10::Stream&) const override {}
-  double elapsedTime(void*, void*, const c10::DeviceIndex) const override { return 0.0; }
+  double elapsedTime(void* start, void* end, const c10::DeviceIndex) const override {
+    return elapsed_milliseconds(start, end);
+  }
 };
 
 // ---------------------------------------------------------------------------------------------- hooks
@@ -169,8 +226,8 @@ struct Hooks final : public at::HPUHooksInterface {
     return previous;
   }
   c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex device) const override { return exchangeDevice(device); }
-  bool isPinnedPtr(const void*) const override { return false; }
-  c10::Allocator* getPinnedMemoryAllocator() const override { return c10::GetDefaultCPUAllocator(); }
+  bool isPinnedPtr(const void* data) const override { return is_pinned(data); }
+  c10::Allocator* getPinnedMemoryAllocator() const override { return &g_pinned_allocator; }
   c10::Device getDeviceFromPtr(void*) const override { return c10::Device(kHPU, current_device()); }
   const at::Generator& getDefaultGenerator(c10::DeviceIndex) const override {
     return at::detail::getDefaultCPUGenerator();

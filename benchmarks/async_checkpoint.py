@@ -21,6 +21,7 @@ from pathlib import Path
 
 os.environ.setdefault("LIGHTNING_HPU_BACKEND", "cpu")
 
+import plots
 from torch import nn
 
 from lightning_hpu import HPUAsyncCheckpointIO, HPUCheckpointIO
@@ -64,6 +65,13 @@ def main() -> None:
     print(f"{'HPUCheckpointIO (synchronous)':<34} {sync:>8.3f} {1.0:>7.2f}x")
     print(f"{'HPUAsyncCheckpointIO':<34} {asynchronous:>8.3f} {asynchronous / sync:>7.2f}x")
     print(f"background write finished after {statistics.median(background):.3f} s")
+    plots.bars(
+        "async_checkpoint",
+        f"Training stall per save, {size:.0f} MB model, median of {args.rounds} saves",
+        "seconds",
+        ["HPUCheckpointIO: stall", "HPUAsyncCheckpointIO: stall", "HPUAsyncCheckpointIO: write done"],
+        {"seconds": [sync, asynchronous, statistics.median(background)]},
+    )
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 os.environ.setdefault("LIGHTNING_HPU_BACKEND", "cpu")
 
 import numpy as np
+import plots
 import torch
 from torch import nn
 from torch.utils.data import BatchSampler, DataLoader, RandomSampler, Sampler
@@ -143,6 +144,7 @@ def main() -> None:
     header = f"{'':<52} {'recipes':>8} {'buckets':>8} {'padding':>8} {'share':>7} {'CPU ms/step':>12} {'vs none':>8}"
     print(header)
     baseline: float | None = None
+    figure: dict[str, list[float]] = {"recipes compiled": [], "padding, % of tokens": []}
     for name, buckets, grouped, count in rows:
         dynamic = None if count is None else False
         recipes, overhead, seconds, _ = run_epoch(loader(dataset, args.batch_size, buckets, grouped), dynamic)
@@ -153,6 +155,15 @@ def main() -> None:
             f"{name:<52} {recipes:>8} {shown:>8} {overhead:>8.1%} {share:>7.1%} {seconds * 1e3:>12.2f}"
             f" {seconds / baseline:>7.2f}x"
         )
+        figure["recipes compiled"].append(recipes)
+        figure["padding, % of tokens"].append(100 * share)
+    plots.bars(
+        "bucketing",
+        f"Recipes and padding against bucketing, {args.samples} samples, batch size {args.batch_size}",
+        "recipes / % padding",
+        [name for name, *_ in rows],
+        figure,
+    )
 
 
 if __name__ == "__main__":

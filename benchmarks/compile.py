@@ -28,6 +28,7 @@ from torch._dynamo.utils import counters
 import lightning_hpu  # noqa: F401  (registers hpu_backend on the stand-in)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import plots
 from progress import progress
 
 WIDTH, HEADS, BATCH, LENGTH = 64, 4, 16, 32
@@ -100,6 +101,17 @@ def main() -> None:
         cost = {d: results[d, mode][0] - results[d, mode][1] for d in args.depths}
         ratios = "  ".join(f"depth {d}: {cost[d] * 1e3:.0f}ms ({cost[d] / cost[base]:.2f}x)" for d in args.depths)
         print(f"  {mode:>9}: {ratios}")
+    plots.lines(
+        "compile",
+        "Compile time (first step minus a steady step) against depth",
+        "transformer blocks",
+        "ms",
+        args.depths,
+        {
+            mode: [(results[depth, mode][0] - results[depth, mode][1]) * 1e3 for depth in args.depths]
+            for mode in ("compiled", "regional")
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from lightning_hpu import HPUParallelStrategy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import plots
 from progress import progress
 from step_counters import TensorAllocations
 
@@ -154,6 +155,17 @@ def main(argv: list[str] | None = None) -> None:
             f"{name:<26} {cpu * 1e3:>12.2f} {cpu / base:>6.2f}x {wall * 1e3:>13.2f} {wall / base_wall:>6.2f}x"
             f" {allocs:>12.1f}"
         )
+    medians = {
+        name: [statistics.median(getattr(c, kind) for c in clocks) * 1e3 for kind in ("cpu", "wall")]
+        for name, clocks in results.items()
+    }
+    plots.bars(
+        "fast_ddp",
+        f"Fast DDP against DDP, 2 stand-in HPUs, rank 0, median of {args.rounds} rounds x {args.steps} steps",
+        "ms per step",
+        list(medians),
+        {"CPU time": [m[0] for m in medians.values()], "wall time": [m[1] for m in medians.values()]},
+    )
     print("filling the flat buffer (us):   one div(out=) per gradient | _foreach_copy_ + one division")
     model_shapes: list[tuple[int, ...]] = [p.shape for p in MLP().parameters()]
     small_shapes: list[tuple[int, ...]] = [(64, 64), (64,)] * 160

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import plots
 from progress import progress
 
 MiB = 2**20
@@ -116,6 +117,18 @@ def main() -> None:
             f" {fsdp['peak_bytes'] / MiB:>8.1f}Mi {fsdp['peak_bytes'] / max(ddp['peak_bytes'], 1):>6.2f}"
         )
     print("ratio = FSDP / DDP per rank (below 1: sharding holds less per rank)")
+    ranks = range(args.devices)
+    plots.bars(
+        "sharded_memory",
+        f"HPU memory per rank, {parameters / 1e6:.1f} M parameters, AdamW, {args.devices} ranks",
+        "MiB",
+        [f"rank {rank}" for rank in ranks],
+        {
+            f"{kind} {name.upper()}": [results[name][rank][f"{kind}_bytes"] / MiB for rank in ranks]
+            for kind in ("state", "peak")
+            for name in ("ddp", "fsdp")
+        },
+    )
 
 
 if __name__ == "__main__":

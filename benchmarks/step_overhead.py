@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import plots
 import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
 from torch import nn
@@ -120,6 +121,13 @@ def main(argv: list[str] | None = None) -> None:
             f"{name:<28} {cpu[name] * 1e6:>12.0f} {cpu[name] / cpu[base]:>6.3f}x"
             f" {wall[name] * 1e6:>13.0f} {wall[name] / wall[base]:>6.3f}x"
         )
+    plots.bars(
+        "step_overhead",
+        f"Per-step host time, one device, median of {args.rounds} rounds x {args.steps} steps",
+        "µs per step",
+        list(runs),
+        {"CPU time": [cpu[name] * 1e6 for name in runs], "wall time": [wall[name] * 1e6 for name in runs]},
+    )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
-"""Runs the README's complete ```python blocks, one after the other, in this one process (one Lightning import).
+"""Runs the complete ```python blocks of the README and the docs, one after the other, in this one process (one
+Lightning import).
 
-``python tests/readme_snippets_runner.py BLOCKS.json``: the file holds ``[{"line": n, "env": {...}, "code": "..."}]``.
+``python tests/readme_snippets_runner.py BLOCKS.json``: the file holds
+``[{"line": "<page>:<n>", "env": {...}, "code": "..."}]``.
 Each block runs as ``__main__`` in its own namespace and its own empty working directory, with the HPU variables of
 the previous block removed and its own set (a new shell's view); the backend is created anew for it. One line per
 block: ``<line>\tok`` or ``<line>\tfailed\t<traceback, on one line>``.
@@ -42,7 +44,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as workdir:
             os.chdir(workdir)  # contextlib.chdir needs Python 3.11
             try:
-                code = compile(block["code"], f"README.md, block at line {block['line']}", "exec")
+                code = compile(block["code"], f"block at {block['line']}", "exec")
                 exec(code, {"__name__": "__main__"})
             except BaseException:
                 trace = traceback.format_exc().replace("\n", " | ")

@@ -1,6 +1,7 @@
-"""Every shell command in the README runs as written, on the CPU stand-in, from a fresh shell at the clone's root.
+"""Every shell command in the README and the documentation (docs/**/*.md) runs as written, on the CPU stand-in, from
+a fresh shell at the clone's root.
 
-The commands are read from the README's fenced ``bash`` blocks, so commands added later are covered without
+The commands are read from the pages' fenced ``bash`` blocks, so commands added later are covered without
 editing this file. A command is one logical line (``\\`` continues it). Each one either runs here or is skipped for
 a reason this file names: the Quick-start commands (they built the environment this test runs in), commands
 for a Gaudi (marked ``on a Gaudi`` in the README), parts of a multi-node job, installs from the network, servers,
@@ -27,6 +28,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+#: The pages whose commands run: the README and every Markdown page of the documentation.
+PAGES = [README, *sorted(path for path in (ROOT / "docs").rglob("*.md") if "_build" not in path.parts)]
 
 #: Commands that work on the stand-in but take minutes here; matched by a substring of the command.
 SLOW = {
@@ -70,8 +73,13 @@ _TEST_VARIABLES = ("LIGHTNING_HPU_BACKEND", "LIGHTNING_HPU_CPU_DEVICES", "LIGHTN
 @dataclass(frozen=True)
 class Command:
     text: str
-    line: int  # where it starts in the README
+    line: int  # where it starts in its page
     section: str  # the heading it is under
+    page: str = "README.md"  # the page's path from the clone's root
+
+    @property
+    def where(self) -> str:
+        return f"{self.page}:{self.line}"
 
     @property
     def skip_reason(self) -> str | None:
@@ -85,6 +93,8 @@ class Command:
             return "installs packages from the network"
         if "scripts/test.sh" in self.text:
             return "runs the test suite this test is part of (CI runs it)"
+        if re.search(r"scripts/(docs|package_check|figures)\.sh", self.text):
+            return "builds the documentation, the distributions or the figures: tests/test_docs.py runs these"
         if re.search(r"(^|/)tensorboard\b", self.text):
             return "starts a server that runs until stopped"
         return next((why for key, why in SLOW.items() if key in self.text), None)
@@ -102,7 +112,7 @@ class Command:
         return next((lines for key, lines in PRINTS.items() if key in self.text), ())
 
 
-def _commands(text: str) -> list[Command]:
+def _commands(text: str, page: str = "README.md") -> list[Command]:
     commands: list[Command] = []
     section = ""
     in_bash = False
@@ -123,21 +133,27 @@ def _commands(text: str) -> list[Command]:
             start = number
         pending.append(line)
         if not line.rstrip().endswith("\\"):
-            commands.append(Command("\n".join(pending), start, section))
+            commands.append(Command("\n".join(pending), start, section, page))
             pending = []
     return commands
 
 
-COMMANDS = _commands(README.read_text())
+COMMANDS = [command for path in PAGES for command in _commands(path.read_text(), str(path.relative_to(ROOT)))]
+#: Where each command text first appears: a command that two pages show runs once, at its first place.
+FIRST_PLACE = {command.text: command.where for command in reversed(COMMANDS)}
 
 
-def test_the_readme_has_commands_and_every_one_is_written_to_run_as_is() -> None:
+def _runs_here(command: Command) -> bool:
+    return command.skip_reason is None and FIRST_PLACE[command.text] == command.where
+
+
+def test_the_pages_have_commands_and_every_one_is_written_to_run_as_is() -> None:
     assert len(COMMANDS) >= 10 and any(command.skip_reason is None for command in COMMANDS)
     for key in PRINTS:
-        matching = [command for command in COMMANDS if key in command.text and command.skip_reason is None]
+        matching = [command for command in COMMANDS if key in command.text and _runs_here(command)]
         assert len(matching) == 1, f"PRINTS: {key!r} must name one command that runs here, found {len(matching)}"
     for command in COMMANDS:
-        where = f"README.md line {command.line}: {command.text!r}"
+        where = f"{command.where}: {command.text!r}"
         # After Quick start there is no activated environment: plain `python`/`pip` is not the one with lightning.
         bare = re.search(r"(^|[\s;&|(])(?<!-m )(python3?|pip3?)\s", command.text)
         assert bare is None, f"{where}: use .venv/bin/python (.venv/bin/python -m pip for pip)"
@@ -187,14 +203,16 @@ def fresh_clone(tmp_path_factory: pytest.TempPathFactory, python_executable: str
     return scratch
 
 
-@pytest.mark.parametrize("command", COMMANDS, ids=lambda command: f"line{command.line}")
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda command: command.where)
 def test_readme_command_runs_as_written(command: Command, fresh_clone: Path) -> None:
     if command.skip_reason is not None:
         pytest.skip(command.skip_reason)
+    if FIRST_PLACE[command.text] != command.where:
+        pytest.skip(f"the same command runs at {FIRST_PLACE[command.text]}")
     env = {key: value for key, value in os.environ.items() if not key.startswith(_TEST_VARIABLES)}
     result = subprocess.run(
         ["bash", "-c", command.to_run], cwd=fresh_clone, env=env, capture_output=True, text=True, timeout=540
     )
-    assert result.returncode == 0, f"README.md line {command.line} failed:\n{command.to_run}\n{result.stderr[-4000:]}"
+    assert result.returncode == 0, f"{command.where} failed:\n{command.to_run}\n{result.stderr[-4000:]}"
     for line in command.prints:
-        assert line in result.stdout, f"README.md line {command.line} did not print {line!r}:\n{result.stdout[-3000:]}"
+        assert line in result.stdout, f"{command.where} did not print {line!r}:\n{result.stdout[-3000:]}"

@@ -1,13 +1,16 @@
-"""Every ```python block of README.md is a complete program that runs on the stand-in, or is marked a fragment.
+"""Every ```python block of README.md and of the documentation (docs/**/*.md) is a complete program that runs on
+the stand-in, or is marked a fragment.
 
-The convention, visible in the README itself:
+The convention, visible in the pages themselves:
 
-* a block whose first line is ``# fragment: <what it shows>`` shows an API and is not run (it must still parse);
-* any other block is a complete program: its first line is ``# run with VAR=value ...``, the environment it needs
-  on the CPU stand-in (at least ``LIGHTNING_HPU_BACKEND=cpu``), and it imports ``lightning_hpu`` itself. The complete
-  blocks run here, all in one process (``readme_snippets_runner.py``), each with only its own variables set.
+* a block whose first line is ``# fragment`` (optionally ``# fragment: <what it shows>``) shows an API and is not
+  run (it must still compile);
+* any other block is a complete program: its first line is ``# run: <environment and command>`` (or the older
+  ``# run with VAR=value ...``), the environment it needs on the CPU stand-in (at least
+  ``LIGHTNING_HPU_BACKEND=cpu``), and it imports ``lightning_hpu`` itself. The complete blocks run here, all in one
+  process (``readme_snippets_runner.py``), each with only its own variables set.
 
-Blocks added later are covered without editing this file.
+Blocks and pages added later are covered without editing this file.
 """
 
 from __future__ import annotations
@@ -24,15 +27,22 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 RUNNER = Path(__file__).with_name("readme_snippets_runner.py")
+#: The pages whose code blocks are checked: the README and every Markdown page of the documentation.
+PAGES = [README, *sorted(path for path in (ROOT / "docs").rglob("*.md") if "_build" not in path.parts)]
 
-FRAGMENT = "# fragment: "
-RUN_WITH = "# run with "
+FRAGMENT = "# fragment"
+RUN_PREFIXES = ("# run: ", "# run with ")
 
 
 @dataclass(frozen=True)
 class Block:
-    line: int  # of the first code line in README.md
+    page: str  # the page's path from the clone's root
+    line: int  # of the first code line in the page
     code: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.page}:{self.line}"
 
     @property
     def first_line(self) -> str:
@@ -40,54 +50,57 @@ class Block:
 
     @property
     def is_fragment(self) -> bool:
-        return self.first_line.startswith(FRAGMENT) and len(self.first_line) > len(FRAGMENT)
+        return self.first_line == FRAGMENT or self.first_line.startswith((FRAGMENT + ":", FRAGMENT + " "))
 
     @property
     def environment(self) -> dict[str, str]:
-        """The variables of the ``# run with`` line (its text up to an opening parenthesis)."""
-        if not self.first_line.startswith(RUN_WITH):
+        """The variables of the ``# run:`` line (its text up to an opening parenthesis)."""
+        prefix = next((prefix for prefix in RUN_PREFIXES if self.first_line.startswith(prefix)), None)
+        if prefix is None:
             return {}
-        settings = self.first_line[len(RUN_WITH) :].split("(", 1)[0]
+        settings = self.first_line[len(prefix) :].split("(", 1)[0]
         return dict(re.findall(r"([A-Z][A-Z0-9_]*)=(\S+)", settings))
 
 
-def python_blocks(text: str) -> list[Block]:
+def python_blocks(text: str, page: str = "README.md") -> list[Block]:
     blocks, lines = [], text.splitlines()
     index = 0
     while index < len(lines):
         if lines[index].strip() == "```python":
             end = next(i for i in range(index + 1, len(lines)) if lines[i].strip() == "```")
-            blocks.append(Block(line=index + 2, code="\n".join(lines[index + 1 : end]) + "\n"))
+            blocks.append(Block(page=page, line=index + 2, code="\n".join(lines[index + 1 : end]) + "\n"))
             index = end
         index += 1
     return blocks
 
 
-BLOCKS = python_blocks(README.read_text())
+BLOCKS = [block for path in PAGES for block in python_blocks(path.read_text(), str(path.relative_to(ROOT)))]
 COMPLETE = [block for block in BLOCKS if not block.is_fragment]
 
 
-def test_the_readme_has_both_kinds() -> None:
-    assert len(BLOCKS) >= 10 and COMPLETE, "the extraction found the README's blocks"
-    assert BLOCKS[0].line > 0 and README.read_text().splitlines()[BLOCKS[0].line - 2] == "```python"
+def test_the_pages_have_both_kinds() -> None:
+    assert len(BLOCKS) >= 10 and COMPLETE, "the extraction found the pages' blocks"
+    assert any(block.page == "README.md" for block in COMPLETE), "the README shows one complete example"
+    first = BLOCKS[0]
+    assert first.line > 0 and (ROOT / first.page).read_text().splitlines()[first.line - 2] == "```python"
 
 
-@pytest.mark.parametrize("block", BLOCKS, ids=lambda block: f"line{block.line}")
+@pytest.mark.parametrize("block", BLOCKS, ids=lambda block: block.where)
 def test_every_block_is_a_program_with_its_environment_or_a_fragment(block: Block) -> None:
-    compile(block.code, f"README.md:{block.line}", "exec")  # fragments too must be valid Python
+    compile(block.code, block.where, "exec")  # fragments too must be valid Python
     if block.is_fragment:
         return
     assert block.environment.get("LIGHTNING_HPU_BACKEND") == "cpu", (
-        f"README.md:{block.line}: start a complete block with '# run with LIGHTNING_HPU_BACKEND=cpu ...' (the"
-        " environment it needs), or mark it '# fragment: <what it shows>'"
+        f"{block.where}: start a complete block with '# run: LIGHTNING_HPU_BACKEND=cpu <command>' (the"
+        " environment it needs), or mark it '# fragment'"
     )
     assert re.search(r"^\s*(import lightning_hpu|from lightning_hpu[.\w]* import)", block.code, re.MULTILINE), (
-        f"README.md:{block.line}: a complete program imports lightning_hpu (it registers the HPU names)"
+        f"{block.where}: a complete program imports lightning_hpu (it registers the HPU names)"
     )
 
 
 def test_the_complete_blocks_run_on_the_stand_in(tmp_path: Path, python_executable: str) -> None:
-    spec = [{"line": block.line, "env": block.environment, "code": block.code} for block in COMPLETE]
+    spec = [{"line": block.where, "env": block.environment, "code": block.code} for block in COMPLETE]
     blocks_file = tmp_path / "blocks.json"
     blocks_file.write_text(json.dumps(spec))
     env = {name: value for name, value in os.environ.items() if not name.startswith(("LIGHTNING_HPU_", "PT_HPU_"))}
@@ -102,7 +115,7 @@ def test_the_complete_blocks_run_on_the_stand_in(tmp_path: Path, python_executab
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    results = dict(line.split("\t", 1) for line in done.stdout.splitlines() if re.match(r"^\d+\t", line))
-    assert set(results) == {str(block.line) for block in COMPLETE}, done.stdout[-3000:]
-    failed = {line: result for line, result in results.items() if result != "ok"}
-    assert not failed, "\n".join(f"README.md:{line}: {result}" for line, result in failed.items())
+    results = dict(line.split("\t", 1) for line in done.stdout.splitlines() if re.match(r"^\S+:\d+\t", line))
+    assert set(results) == {block.where for block in COMPLETE}, done.stdout[-3000:]
+    failed = {where: result for where, result in results.items() if result != "ok"}
+    assert not failed, "\n".join(f"{where}: {result}" for where, result in failed.items())

@@ -9,8 +9,9 @@ On a Gaudi:          python examples/litgpt_cli.py pretrain pythia-14m --devices
 Without a Gaudi:     LIGHTNING_HPU_BACKEND=cpu python examples/litgpt_cli.py generate checkpoints/... --prompt "Hi"
 """
 
-import lightning_hpu  # noqa: F401  # registers the HPU with Lightning before LitGPT builds its Fabric
 from litgpt.__main__ import main
+
+import lightning_hpu  # noqa: F401  # registers the HPU with Lightning before LitGPT builds its Fabric
 
 if __name__ == "__main__":
     main()

@@ -40,8 +40,18 @@ def write_finetuning_data(path: Path, samples: int = 8) -> Path:
 
 
 def _stack_rows(batch: list[tuple[torch.Tensor]]) -> torch.Tensor:
-    """The batch as one tensor of rows, as LitGPT's pretraining loaders give it (a function: checkpoints pickle it)."""
+    """The batch as one tensor of rows, as LitGPT's pretraining loaders give it ."""
     return torch.stack([row for (row,) in batch])
+
+
+class _RowLoader(DataLoader):
+    """A loader with a (empty) state, as LitGPT's streaming loaders have: ``fabric.save`` stores its state, not it."""
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        pass
 
 
 class RandomTokens(DataModule):
@@ -62,7 +72,7 @@ class RandomTokens(DataModule):
     def _loader(self, seed: int) -> DataLoader:
         generator = torch.Generator().manual_seed(seed)
         rows = torch.randint(0, self.vocab_size, (self.samples, self.max_seq_length + 1), generator=generator)
-        return DataLoader(TensorDataset(rows), batch_size=self.batch_size, collate_fn=_stack_rows)
+        return _RowLoader(TensorDataset(rows), batch_size=self.batch_size, collate_fn=_stack_rows)
 
     def train_dataloader(self) -> DataLoader:
         return self._loader(self.seed)

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.litgpt_data import WORDS, write_finetuning_data, write_tokenizer
+pytest.importorskip("litgpt", reason="needs LitGPT: pip install 'lightning-hpu[litgpt]'")
 
-pytest.importorskip("litgpt", reason="needs LitGPT: pip install litgpt")
+from tests.litgpt_data import WORDS, write_finetuning_data, write_tokenizer  # imports LitGPT
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ROOT / "tests" / "litgpt_hpu_run.py"

@@ -188,13 +188,15 @@ def test_a_name_a_new_lightning_registers_is_refused_or_mapped_by_its_family(own
         registry.remove("ddp_new_preset")
 
 
-def test_lightning_strategy_objects_are_refused_naming_the_hpu_twin() -> None:
-    from lightning.pytorch.strategies import DeepSpeedStrategy
+def test_lightning_strategy_objects_without_an_hpu_twin_are_refused_naming_the_hpu_strategy() -> None:
+    from lightning.fabric.strategies import DataParallelStrategy as FabricDataParallelStrategy
+    from lightning.pytorch.strategies import SingleDeviceStrategy
 
-    with pytest.raises(ValueError, match=r"DeepSpeedStrategy\(\.\.\.\)\)` cannot drive an HPU .*'hpu_deepspeed'"):
-        _build("Trainer", DeepSpeedStrategy())
-    with pytest.raises(ValueError, match=r"DDPStrategy\(\.\.\.\)\)` cannot drive an HPU .*'hpu_parallel'"):
-        _build("Fabric", FabricDDPStrategy(), devices=2)
+    # DDP, FSDP, ModelParallel and DeepSpeed objects run as their twins (test_strategy_objects.py); these do not.
+    with pytest.raises(ValueError, match=r"SingleDeviceStrategy\(\.\.\.\)\)` cannot drive an HPU .*'hpu_single'"):
+        _build("Trainer", SingleDeviceStrategy(device=torch.device("cpu")))
+    with pytest.raises(ValueError, match=r"DataParallelStrategy\(\.\.\.\)\)` cannot drive an HPU .*'hpu_parallel'"):
+        _build("Fabric", FabricDataParallelStrategy(), devices=2)
 
 
 def test_fabric_hpu_deepspeed_by_name_and_object() -> None:

@@ -5,6 +5,8 @@ would pick CUDA mixed precision. :func:`install` applies these patches:
 
 * :mod:`~lightning_hpu.integration.connectors`: the Trainer's and Fabric's connectors choose the HPU accelerator,
   strategies and precision plugins, and refuse what cannot run on HPU with one sentence;
+* :mod:`~lightning_hpu.integration.compile_arguments`: Fabric and the Trainer compile with ``hpu_backend`` on HPU
+  where the user left torch's default backend;
 * :mod:`~lightning_hpu.integration.profiler_names`: ``Trainer(profiler="hpu")``;
 * :mod:`~lightning_hpu.integration.sigterm`: under the HPU parallel strategies, SIGTERM is agreed on over a
   host-side group instead of Lightning's per-batch device broadcast and ``.item()``;
@@ -21,7 +23,14 @@ from lightning.fabric.connector import _Connector
 from lightning.pytorch.trainer.connectors.accelerator_connector import _AcceleratorConnector
 
 from lightning_hpu import strategy_arguments
-from lightning_hpu.integration import connectors, device_info_line, profiler_names, quiet_tips, sigterm
+from lightning_hpu.integration import (
+    compile_arguments,
+    connectors,
+    device_info_line,
+    profiler_names,
+    quiet_tips,
+    sigterm,
+)
 from lightning_hpu.integration.connector_rules import HPU_ONLY_PRECISIONS, is_hpu
 from lightning_hpu.integration.quiet_tips import LIGHTNING_TIP_PREFIX
 from lightning_hpu.integration.wrapping import MARKER, TESTED_LIGHTNING, LightningIntegrationError
@@ -52,8 +61,10 @@ def install() -> None:
     connectors.check_connector(_Connector)
     profiler_names.check()
     sigterm.check()
+    compile_arguments.check()
     connectors.install_on(_AcceleratorConnector, fabric=False)
     connectors.install_on(_Connector, fabric=True)
     profiler_names.install()
     sigterm.install()
+    compile_arguments.install()
     quiet_tips.install()

@@ -8,8 +8,9 @@ For an HPU accelerator:
 * a missing HPU fails with one sentence naming ``LIGHTNING_HPU_BACKEND``, and bad ``devices`` with one naming it;
 * the strategy is an HPU strategy (``hpu_single``, or ``hpu_parallel`` for several devices or nodes), every
   Lightning strategy name maps to its HPU twin with the name's preset settings or is refused naming the HPU strategy
-  to use (:mod:`lightning_hpu.strategy_names`), Ray Train's strategy objects become their HPU twins
-  (:mod:`lightning_hpu.ray`), and other non-HPU strategy objects are refused;
+  to use (:mod:`lightning_hpu.strategy_names`), Lightning's own and Ray Train's strategy objects become their HPU
+  twins with the same arguments (:mod:`lightning_hpu.strategy_objects`, :mod:`lightning_hpu.ray`), and other non-HPU
+  strategy objects are refused;
 * the precision plugin is the HPU one (with DeepSpeed, the HPU DeepSpeed precision, which adds fp8).
 """
 
@@ -24,7 +25,7 @@ from lightning.fabric.strategies import DeepSpeedStrategy as FabricDeepSpeedStra
 from lightning.fabric.strategies import Strategy as FabricStrategy
 from lightning.pytorch.strategies import DeepSpeedStrategy, Strategy
 
-from lightning_hpu import strategy_names
+from lightning_hpu import strategy_names, strategy_objects
 from lightning_hpu.devices import check_devices_syntax
 from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks
 from lightning_hpu.integration.connector_rules import (
@@ -159,13 +160,15 @@ def choose_strategy(side: ConnectorSide, original: _Wrapped) -> _Wrapped:
 
 
 def strategy_fallback(side: ConnectorSide, original: _Wrapped) -> _Wrapped:
-    """A Lightning strategy name (or Ray's strategy object) becomes its HPU twin, or is refused."""
+    """A Lightning strategy name or object (Lightning's own, Ray's) becomes its HPU twin, or is refused."""
 
     def wrapper(self: Any) -> None:
         flag = self._strategy_flag
         hpu = is_hpu(self._accelerator_flag)
         if hpu and isinstance(flag, side.strategy_base) and not isinstance(flag, side.hooks_cls):
             twin_object = strategy_names.hpu_twin_of_object(flag)  # Ray's strategies: their HPU twin, same arguments
+            if twin_object is None:
+                twin_object = strategy_objects.hpu_twin_of(flag, side.owner)  # Lightning's own strategy classes
             if twin_object is not None:
                 self._strategy_flag = twin_object
         if hpu and isinstance(flag, str):

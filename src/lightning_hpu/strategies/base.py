@@ -4,8 +4,9 @@ Steps are marked as for Fabric (:mod:`lightning_hpu.fabric.strategies.base`, whi
 checkpoint IO default): after each backward and optimizer step, and before and after each evaluation step. With
 ``pipeline_forward_backward`` a step is also marked between forward and backward, so the device runs the forward
 while the host builds the backward (optimum-habana's ``pipelining_fwd_bwd``; it costs device memory). At setup the
-strategy refuses a compiled model in lazy mode and removes the temporary files that killed saves left in the
-checkpoint directories. Mix it in before the Lightning strategy it extends.
+strategy refuses a compiled model in lazy mode, compiles one that the user compiled with torch's default backend
+with ``hpu_backend`` instead (:mod:`lightning_hpu.compile.default_backend`), and removes the temporary files that
+killed saves left in the checkpoint directories. Mix it in before the Lightning strategy it extends.
 """
 
 from __future__ import annotations
@@ -47,9 +48,13 @@ class HPUStrategyHooks(Strategy):
 
     @override
     def setup(self, trainer: pl.Trainer) -> None:
-        """Before the run: refuse a compiled model in lazy mode, and remove the temporary checkpoint files that killed
-        saves left in the checkpoint directories."""
+        """Before the run: refuse a compiled model in lazy mode, compile it with ``hpu_backend`` where the user left
+        torch's default, and remove the temporary checkpoint files that killed saves left in the checkpoint
+        directories."""
+        from lightning_hpu.compile.default_backend import recompile_for_hpu
+
         _refuse_compiled_model_in_lazy_mode(trainer)
+        recompile_for_hpu(trainer.lightning_module)
         for callback in trainer.checkpoint_callbacks:
             dirpath = getattr(callback, "dirpath", None)
             if dirpath is not None and _is_local_file_protocol(dirpath):

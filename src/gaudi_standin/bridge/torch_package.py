@@ -15,3 +15,6 @@ device.enable()
 from gaudi_standin.compile_backend import register_hpu_backend  # noqa: E402 (after the device is real)
 
 register_hpu_backend()
+
+# ... and its custom ops (``torch.ops.hpu``).
+import gaudi_standin.bridge.custom_ops  # noqa: E402,F401 (registers the ops)

@@ -17,4 +17,6 @@ from gaudi_standin.compile_backend import register_hpu_backend  # noqa: E402 (af
 register_hpu_backend()
 
 # ... and its custom ops (``torch.ops.hpu``).
-import gaudi_standin.bridge.custom_ops  # noqa: E402,F401 (registers the ops)
+from gaudi_standin.bridge.custom_ops import attention, fp8, int4, lamb, moe, rope  # noqa: E402
+
+CUSTOM_OP_FAMILIES = (attention, fp8, int4, lamb, moe, rope)

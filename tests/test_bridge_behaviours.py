@@ -30,3 +30,52 @@ def test_a_host_tensor_elsewhere_is_still_refused() -> None:
         target.index_copy_(0, torch.tensor([1], device=HPU), torch.ones(1, 3))  # the source on the host
     with pytest.raises(RuntimeError, match="same device"):
         target.index_select(0, torch.tensor([1]))
+
+
+def _dropout_model() -> torch.nn.Module:
+    return torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5)).to(HPU)
+
+
+def _train_outputs(model: torch.nn.Module, steps: int) -> list[torch.Tensor]:
+    outputs = []
+    x = torch.ones(2, 4, device=HPU)
+    for _ in range(steps):
+        y = model(x)
+        y.sum().backward()
+        outputs.append(y.detach().cpu())
+    return [*outputs, torch.rand(3)]  # and the generator's state after the run
+
+
+def test_random_ops_in_a_module_cacher_replay_match_eager(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gaudi_standin import runtime
+    from gaudi_standin.bridge.graph_api import ModuleCacher
+
+    monkeypatch.setenv("PT_HPU_LAZY_MODE", "1")  # the bridge's ModuleCacher graphs training in lazy mode only
+    torch.manual_seed(0)
+    eager = _train_outputs(_dropout_model(), 3)
+    torch.manual_seed(0)
+    counters = runtime.current().counters
+    replays = counters.graph_replays
+    cached = _train_outputs(ModuleCacher(max_graphs=2)(model=_dropout_model(), inplace=False), 3)
+    assert counters.graph_replays - replays >= 3  # the steps ran as graphs
+    for mine, reference in zip(cached, eager, strict=True):
+        torch.testing.assert_close(mine, reference, rtol=0, atol=0)
+    assert not torch.equal(cached[0], cached[1])  # each replay draws new random numbers
+
+
+def test_an_hpu_graph_replay_draws_random_numbers_as_an_eager_run() -> None:
+    from gaudi_standin.bridge.graph_api import HPUGraph, graph
+
+    static = torch.zeros(5, device=HPU)
+    torch.manual_seed(1)
+    eager = [torch.rand(5, device=HPU).cpu() for _ in range(3)]
+    torch.manual_seed(1)
+    hpu_graph = HPUGraph()
+    with graph(hpu_graph):
+        static.copy_(torch.rand(5, device=HPU))
+    replays = []
+    for _ in range(3):
+        hpu_graph.replay()
+        replays.append(static.cpu())
+    for mine, reference in zip(replays, eager, strict=True):
+        torch.testing.assert_close(mine, reference, rtol=0, atol=0)

@@ -227,6 +227,7 @@ class StandInGraph:
         self._guard: _HostGuard | None = None
         self._captured = False
         self._inference_mode = False
+        self._rng_state: torch.Tensor | None = None
 
     @property
     def num_ops(self) -> int:
@@ -246,6 +247,7 @@ class StandInGraph:
         self._recorder = _Recorder()
         self._guard = _HostGuard(self._recorder)
         self._inference_mode = torch.is_inference_mode_enabled()
+        self._rng_state = torch.get_rng_state()  # the device's generator is the host's (see _stop)
         self._guard.__enter__()
         self._recorder.__enter__()
         _active_capture = self
@@ -275,6 +277,11 @@ class StandInGraph:
         guard.__exit__(None, None, None)
         self._recorder = self._guard = None
         _active_capture = None
+        if self._rng_state is not None:
+            # As on the bridge, whose graph holds the generator: capturing draws no random numbers, and each replay
+            # draws what one eager run would, so a graphed module's random ops match eager ones run for run.
+            torch.set_rng_state(self._rng_state)
+            self._rng_state = None
         return recorder
 
     def replay(self, asynchronous: bool = False) -> None:

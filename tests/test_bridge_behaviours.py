@@ -79,3 +79,39 @@ def test_an_hpu_graph_replay_draws_random_numbers_as_an_eager_run() -> None:
         replays.append(static.cpu())
     for mine, reference in zip(replays, eager, strict=True):
         torch.testing.assert_close(mine, reference, rtol=0, atol=0)
+
+
+def test_a_graph_replays_an_op_whose_result_was_reshaped_in_place() -> None:
+    from gaudi_standin.bridge.graph_api import HPUGraph, graph
+
+    # matmul of a vector runs mm on a [1, n] view and squeezes the result in place: the graph keeps the squeezed
+    # tensor, and a replay writes the mm result into it in the shape mm gave it.
+    weight = torch.randn(4, 3, device=HPU)
+    static_x = torch.randn(4, device=HPU)
+    hpu_graph = HPUGraph()
+    with graph(hpu_graph):
+        out = torch.matmul(static_x, weight)
+    for _ in range(2):
+        fresh = torch.randn(4)
+        static_x.copy_(fresh.to(HPU))
+        hpu_graph.replay()
+        assert out.shape == (3,)
+        torch.testing.assert_close(out.cpu(), fresh @ weight.cpu())
+
+
+def test_a_graph_over_fp8_layers_replays() -> None:
+    from gaudi_standin.bridge import transformer_engine as te
+    from gaudi_standin.bridge.graph_api import HPUGraph, graph
+
+    torch.manual_seed(2)
+    layer = te.Linear(8, 3).to(HPU)
+    static_x = torch.randn(8, device=HPU)
+    hpu_graph = HPUGraph()
+    with graph(hpu_graph), te.fp8_autocast(enabled=True):
+        out = layer(static_x)
+    fresh = torch.randn(8)
+    static_x.copy_(fresh.to(HPU))
+    hpu_graph.replay()
+    expected = fresh @ layer.weight.detach().cpu().t() + layer.bias.detach().cpu()
+    assert out.shape == (3,)
+    torch.testing.assert_close(out.detach().cpu(), expected, rtol=0.15, atol=0.15)  # fp8's precision

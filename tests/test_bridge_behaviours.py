@@ -112,6 +112,7 @@ def test_a_graph_over_fp8_layers_replays() -> None:
     fresh = torch.randn(8)
     static_x.copy_(fresh.to(HPU))
     hpu_graph.replay()
+    assert layer.bias is not None
     expected = fresh @ layer.weight.detach().cpu().t() + layer.bias.detach().cpu()
     assert out.shape == (3,)
     torch.testing.assert_close(out.detach().cpu(), expected, rtol=0.15, atol=0.15)  # fp8's precision

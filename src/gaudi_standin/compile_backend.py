@@ -148,10 +148,12 @@ def hpu_backend(graph: torch.fx.GraphModule, example_inputs: list[Any], **kwargs
     options = _check_options(kwargs.get("options"))
     from torch._dynamo.backends.common import aot_autograd
 
+    from gaudi_standin.bridge import compile_config  # the settings of habana_frameworks...compile_backend.config
+
     return aot_autograd(
         fw_compiler=_counting_compiler("forward"),
         bw_compiler=_counting_compiler("backward"),
-        keep_inference_input_mutations=bool(options.get("keep_input_mutations", True)),
+        keep_inference_input_mutations=bool(options.get("keep_input_mutations", compile_config.keep_input_mutations)),
     )(graph, example_inputs)
 
 

@@ -126,10 +126,18 @@ def _fail(what: str) -> HostSyncInCaptureError:
     return HostSyncInCaptureError(f"HPU graph capture cannot contain {what}." + _HINT)
 
 
-class _Step:
-    """One recorded op: what to call, on which tensors, and which captured tensors receive its fresh results."""
+#: In-place ops that change only a tensor's shape: the captured tensor already has the shape they gave it, so a
+#: replay does not run them again (``matmul`` of a vector squeezes its ``mm`` result in place, for one).
+_METADATA_INPLACE_OPS = frozenset(
+    {aten.squeeze_, aten.unsqueeze_, aten.transpose_, aten.t_, aten.swapdims_, aten.swapaxes_, aten.as_strided_}
+)
 
-    __slots__ = ("args", "fresh_returns", "func", "kwargs", "n_returns", "targets")
+
+class _Step:
+    """One recorded op: what to call, on which tensors, and which captured tensors receive its fresh results (in
+    the shape the op gave them, which a later in-place shape change of the captured tensor does not alter)."""
+
+    __slots__ = ("args", "fresh_returns", "func", "geometries", "kwargs", "n_returns", "targets")
 
     def __init__(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], fresh: list[int], out: Any) -> None:
         self.func = func
@@ -138,12 +146,15 @@ class _Step:
         self.fresh_returns = fresh
         self.n_returns = len(func._schema.returns)
         self.targets = _fresh_tensors(out, fresh, self.n_returns)
+        self.geometries = [(t.size(), t.stride(), t.storage_offset()) for t in self.targets]
 
     def run(self) -> None:
         result = self.func(*self.args, **self.kwargs)
         if self.targets:
             fresh = _fresh_tensors(result, self.fresh_returns, self.n_returns)
-            for target, value in zip(self.targets, fresh, strict=True):
+            for target, geometry, value in zip(self.targets, self.geometries, fresh, strict=True):
+                if (target.size(), target.stride(), target.storage_offset()) != geometry:
+                    target = target.as_strided(*geometry)
                 target.copy_(value)
 
 
@@ -187,7 +198,7 @@ class _Recorder(TorchDispatchMode):
             self.failed = True
             raise _fail(f"{func} (it returns a Python value, a host sync)")
         needed, fresh = _plan(func)
-        if needed:
+        if needed and func.overloadpacket not in _METADATA_INPLACE_OPS:
             self.steps.append(_Step(func, args, kwargs, fresh, out))
         return out
 
@@ -227,6 +238,7 @@ class StandInGraph:
         self._guard: _HostGuard | None = None
         self._captured = False
         self._inference_mode = False
+        self._rng_state: torch.Tensor | None = None
 
     @property
     def num_ops(self) -> int:
@@ -246,6 +258,7 @@ class StandInGraph:
         self._recorder = _Recorder()
         self._guard = _HostGuard(self._recorder)
         self._inference_mode = torch.is_inference_mode_enabled()
+        self._rng_state = torch.get_rng_state()  # the device's generator is the host's (see _stop)
         self._guard.__enter__()
         self._recorder.__enter__()
         _active_capture = self
@@ -275,6 +288,11 @@ class StandInGraph:
         guard.__exit__(None, None, None)
         self._recorder = self._guard = None
         _active_capture = None
+        if self._rng_state is not None:
+            # As on the bridge, whose graph holds the generator: capturing draws no random numbers, and each replay
+            # draws what one eager run would, so a graphed module's random ops match eager ones run for run.
+            torch.set_rng_state(self._rng_state)
+            self._rng_state = None
         return recorder
 
     def replay(self, asynchronous: bool = False) -> None:

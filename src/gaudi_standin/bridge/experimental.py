@@ -11,7 +11,9 @@ As in the bridge's public source (1.19):
 - ``_record_param(s)``: feed the bridge's memory profiler with tensor names; recorded in :data:`RECORDED_PARAMS`;
 - ``_reset_device_memory()``: warns (the bridge keeps it for tests) and resets the peak memory statistics;
 - ``data_dynamicity``, ``const_shape_dataloader``, ``detect_recompilation_auto_model``: see
-  :mod:`~gaudi_standin.bridge.dynamicity`.
+  :mod:`~gaudi_standin.bridge.dynamicity`, also the submodule ``detect_recompilation``;
+- ``hpu``: the ``habana_frameworks.torch.hpu`` module, which the bridge's package imports under that name
+  (optimum-habana calls ``htexp.hpu.is_available()`` and ``htexp.hpu.device_count()``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from typing import Any
 import torch
 
 from gaudi_standin import runtime
+from gaudi_standin.bridge import dynamicity as detect_recompilation
+from gaudi_standin.bridge import hpu
 from gaudi_standin.bridge.dynamicity import (
     const_shape_dataloader,
     data_dynamicity,
@@ -33,7 +37,9 @@ __all__ = [
     "RECORDED_PARAMS",
     "const_shape_dataloader",
     "data_dynamicity",
+    "detect_recompilation",
     "detect_recompilation_auto_model",
+    "hpu",
     "synDeviceType",
 ]
 

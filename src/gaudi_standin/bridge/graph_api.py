@@ -14,11 +14,21 @@ from typing import Any
 from torch.nn import Module
 
 from gaudi_standin import runtime
+from gaudi_standin.bridge.graph_helpers import CachedParams, TensorPacker, copy_to
 from gaudi_standin.graph_caches import StandInModuleCacher, standin_wrap_in_hpu_graph
 from gaudi_standin.graphed_callables import standin_make_graphed_callables
 from gaudi_standin.graphs import StandInGraph, standin_capture
 
-__all__ = ["HPUGraph", "ModuleCacher", "graph", "make_graphed_callables", "wrap_in_hpu_graph"]
+__all__ = [
+    "CachedParams",
+    "HPUGraph",
+    "ModuleCacher",
+    "TensorPacker",
+    "copy_to",
+    "graph",
+    "make_graphed_callables",
+    "wrap_in_hpu_graph",
+]
 
 
 class HPUGraph(StandInGraph):

@@ -93,8 +93,17 @@ __all__ = [
 
 _Device = int | str | torch.device | None
 
-#: The bridge's graph API, served from the package in lazy mode only.
-GRAPH_API = ("HPUGraph", "graph", "make_graphed_callables", "ModuleCacher", "wrap_in_hpu_graph")
+#: The bridge's graph API (with the helpers of :mod:`.graph_helpers`), served from the package in lazy mode only.
+GRAPH_API = (
+    "HPUGraph",
+    "graph",
+    "make_graphed_callables",
+    "ModuleCacher",
+    "wrap_in_hpu_graph",
+    "CachedParams",
+    "TensorPacker",
+    "copy_to",
+)
 
 
 def _index(device: _Device) -> int:

@@ -1,7 +1,6 @@
-"""``habana_frameworks.torch.hpex.kernels`` on the stand-in: ``FusedSDPA`` and the rotary-embedding helpers.
-
-The bridge's signatures and semantics (1.19), computed with torch ops on the inputs' device (``hpu`` stays on
-``hpu``). Each is a ``torch.autograd.Function`` whose backward recomputes the forward (:mod:`.recompute`).
+"""``habana_frameworks.torch.hpex.kernels`` on the stand-in: ``FusedSDPA``, the rotary-embedding helpers (and
+``CTCLoss``, ``CustomSoftmax`` of :mod:`.loss_kernels`), with the bridge's signatures and semantics (1.19), computed
+with torch ops on the inputs' device. Each is an autograd function whose backward recomputes the forward.
 ``FusedSDPA`` is ``scaled_dot_product_attention``: ``softmax_mode="fast"`` and ``"None"`` are both exact here, and
 recomputation (``recompute_mode``, ``hpu.sdp_kernel``) changes which arguments the bridge accepts, not values.
 """
@@ -17,9 +16,12 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from gaudi_standin.bridge import hpu
+from gaudi_standin.bridge.loss_kernels import CTCLoss, CustomSoftmax
 from gaudi_standin.bridge.recompute import AutocastState, grads
 
 __all__ = [
+    "CTCLoss",
+    "CustomSoftmax",
     "FusedSDPA",
     "RotaryPosEmbeddingHelperV1",
     "RotaryPosEmbeddingHelperV2",
@@ -29,7 +31,6 @@ __all__ = [
 ]
 
 
-# --- FusedSDPA ------------------------------------------------------------------------------------------------------
 def _is_gqa(q: Tensor, k: Tensor) -> bool:
     """Grouped-query attention as the bridge detects it: 4-D inputs, fewer key/value heads than query heads, not 1."""
     return q.dim() == 4 and k.shape[1] != q.shape[1] and k.shape[1] != 1

@@ -15,3 +15,8 @@ device.enable()
 from gaudi_standin.compile_backend import register_hpu_backend  # noqa: E402 (after the device is real)
 
 register_hpu_backend()
+
+# ... and its custom ops (``torch.ops.hpu``).
+from gaudi_standin.bridge.custom_ops import attention, fp8, int4, lamb, moe, rope  # noqa: E402
+
+CUSTOM_OP_FAMILIES = (attention, fp8, int4, lamb, moe, rope)

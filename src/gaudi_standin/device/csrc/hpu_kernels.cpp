@@ -149,9 +149,10 @@ class CallArguments {
  public:
   CallArguments(const c10::OperatorHandle& op, HostViews& views) : op_(op), views_(views) {}
 
-  c10::IValue to_host(const c10::IValue& value, bool mutated) {
+  // host_allowed: the argument may be a host tensor next to hpu ones (as an index the bridge reads from the host).
+  c10::IValue to_host(const c10::IValue& value, bool mutated, bool host_allowed = false) {
     if (value.isTensor()) {
-      return c10::IValue(tensor_to_host(value.toTensor(), mutated, /*host_allowed=*/false));
+      return c10::IValue(tensor_to_host(value.toTensor(), mutated, host_allowed));
     }
     if (value.isTensorList()) {
       return c10::IValue(list_to_host(value.toTensorList(), mutated));
@@ -296,10 +297,13 @@ void run_on_host(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const size_t first = stack->size() - num_arguments;
   HostViews views;
   CallArguments args(op, views);
+  // The bridge's index_copy takes its index from the host too (indexing ops take host indices in Tensor?[] lists).
+  const bool host_index = schema.name() == "aten::index_copy_" || schema.name() == "aten::index_copy";
   for (size_t i = 0; i < num_arguments; ++i) {
     const c10::AliasInfo* alias = schema.arguments()[i].alias_info();
     c10::IValue& value = (*stack)[first + i];
-    value = args.to_host(value, alias != nullptr && alias->isWrite());
+    const bool host_allowed = host_index && schema.arguments()[i].name() == "index";
+    value = args.to_host(value, alias != nullptr && alias->isWrite(), host_allowed);
   }
   args.check_devices();
 

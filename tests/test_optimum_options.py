@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import json
+import math
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 from lightning.fabric import Fabric
+from lightning.fabric.plugins import TorchCheckpointIO
 from lightning.pytorch import Callback, LightningModule, Trainer
+from lightning.pytorch.callbacks import ModelCheckpoint
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from lightning_hpu import HPUCompile, HPUProfiler
+from lightning_hpu import HPUCompile, HPUProfiler, HPUThroughputMonitor
 from lightning_hpu.fabric.strategies import SingleHPUStrategy as FabricSingleHPUStrategy
+from lightning_hpu.optimum import FiniteMean, HPULossLogger
 from lightning_hpu.runtime import HPUConfigurationError
-from tests.helpers import RegressionModel, quiet_trainer_kwargs, regression_data
+from tests.helpers import MetricsSpy, RegressionModel, quiet_trainer_kwargs, regression_data
 from tests.standin import counters as standin_counters
 from tests.test_compile import BlockModel
 
@@ -171,3 +176,106 @@ def test_compiled_autograd_compiles_the_backward_through_hpu_backend(standin: An
     _compiled_fit(tmp_path, BlockModel(log=False), compiled_autograd=True)
     assert counters["compiled_autograd"]["captures"] > plain_before
     assert torch._dynamo.config.compiled_autograd is False  # restored after the fit
+
+
+# --- adjust_throughput ----------------------------------------------------------------------------------------------
+class _FakeClock:
+    """``time.perf_counter`` that advances 1 ms per read, plus whatever a slow logger or save adds."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        self.now += 0.001
+        return self.now
+
+
+class _SlowLogger(MetricsSpy):
+    def __init__(self, clock: _FakeClock) -> None:
+        super().__init__()
+        self.clock = clock
+
+    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
+        self.clock.now += 100.0  # a logger that takes 100 s per call
+        super().log_metrics(metrics, step)
+
+
+class _SlowCheckpointIO(TorchCheckpointIO):
+    def __init__(self, clock: _FakeClock) -> None:
+        super().__init__()
+        self.clock = clock
+
+    def save_checkpoint(self, *args: Any, **kwargs: Any) -> None:
+        self.clock.now += 1000.0  # a save that takes 1000 s
+        super().save_checkpoint(*args, **kwargs)
+
+
+def _train_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exclude: bool) -> tuple[float, float]:
+    clock = _FakeClock()
+    monkeypatch.setattr(time, "perf_counter", clock)
+    logger = _SlowLogger(clock)
+    monitor = HPUThroughputMonitor(batch_size_fn=len, warmup_steps=0, exclude_logging_and_saving=exclude)
+    trainer = Trainer(
+        accelerator="hpu", max_steps=6, limit_val_batches=0, log_every_n_steps=1, logger=logger,
+        plugins=[_SlowCheckpointIO(clock)], enable_progress_bar=False, enable_model_summary=False,
+        callbacks=[monitor, ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=2, save_top_k=-1)],
+        default_root_dir=tmp_path,
+    )  # fmt: skip
+    trainer.fit(RegressionModel())
+    times = [m["train/time"] for m in logger.metrics if "train/time" in m]
+    return times[-1], monitor.excluded_seconds
+
+
+def test_throughput_can_leave_out_logging_and_checkpoint_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with_everything, nothing_left_out = _train_time(tmp_path / "a", monkeypatch, exclude=False)
+    assert nothing_left_out == 0.0
+    assert with_everything > 5 * 100 + 2 * 1000  # five loggings and two saves before the last measurement
+    adjusted, left_out = _train_time(tmp_path / "b", monkeypatch, exclude=True)
+    assert adjusted < 1.0  # only the fake clock's millisecond ticks remain
+    assert left_out > 5 * 100 + 2 * 1000
+
+
+# --- logging_nan_inf_filter -----------------------------------------------------------------------------------------
+class _SometimesNaN(RegressionModel):
+    """Returns a NaN loss at steps 1 and 2 (with zero gradients, so training goes on)."""
+
+    losses: list[float]
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        x, y = batch
+        loss = nn.functional.mse_loss(self(x), y)
+        self.losses.append(loss.item())
+        if batch_idx in (1, 2):
+            nan = torch.tensor(float("nan"), device=loss.device)
+            return torch.where(torch.tensor(False, device=loss.device), loss, nan)
+        return loss
+
+
+@pytest.mark.parametrize("nan_inf_filter", [True, False])
+def test_loss_logger_keeps_non_finite_losses_out_of_the_mean(
+    standin: Any, tmp_path: Path, nan_inf_filter: bool
+) -> None:
+    model = _SometimesNaN()
+    model.losses = []
+    logger = MetricsSpy()
+    trainer = Trainer(
+        accelerator="hpu", max_steps=4, limit_val_batches=0, log_every_n_steps=4, logger=logger,
+        callbacks=[HPULossLogger(nan_inf_filter=nan_inf_filter)], enable_checkpointing=False,
+        enable_progress_bar=False, enable_model_summary=False, default_root_dir=tmp_path,
+    )  # fmt: skip
+    trainer.fit(model)
+    (logged,) = [m["loss"] for m in logger.metrics if "loss" in m]
+    if nan_inf_filter:
+        assert logged == pytest.approx((model.losses[0] + model.losses[3]) / 2, rel=1e-6)
+    else:
+        assert math.isnan(logged)
+
+
+def test_finite_mean_for_fabric_loops() -> None:
+    mean = FiniteMean()
+    for value in (1.0, float("inf"), 3.0, float("nan")):
+        mean.update(torch.tensor(value))
+    assert mean.compute().item() == 2.0
+    mean.reset()
+    with pytest.raises(RuntimeError, match="at least one update"):
+        mean.compute()

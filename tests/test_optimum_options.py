@@ -159,12 +159,12 @@ def _compiled_fit(tmp_path: Path, model: LightningModule, **options: Any) -> _Gr
 
 
 def test_compile_from_the_second_step(standin: Any, tmp_path: Path) -> None:
-    assert _compiled_fit(tmp_path, BlockModel(log=False)).per_step[0] > 0
     probe = _compiled_fit(tmp_path, BlockModel(log=False), compile_from_second_step=True)
     assert probe.per_step[0] == 0 and probe.per_step[1] > 0
-    assert torch.compiler.is_compiling() is False
-    # The stance is back to default after the fit: a later compile compiles at once.
-    assert _compiled_fit(tmp_path, BlockModel(log=False)).per_step[0] > 0
+    # The stance is back to default after the fit: a compiled function compiles at its first call.
+    before = standin_counters().compiled_graphs
+    torch.compile(lambda x: x * 2 + 1, backend="hpu_backend")(torch.ones(3, device="hpu"))
+    assert standin_counters().compiled_graphs > before
 
 
 def test_compiled_autograd_compiles_the_backward_through_hpu_backend(standin: Any, tmp_path: Path) -> None:

@@ -279,3 +279,26 @@ def test_finite_mean_for_fabric_loops() -> None:
     mean.reset()
     with pytest.raises(RuntimeError, match="at least one update"):
         mean.compute()
+
+
+# --- sdp_on_bf16 ---------------------------------------------------------------------------------------------------
+def test_torchs_reduced_precision_sdpa_switch_is_honoured_on_hpu_tensors(standin: Any) -> None:
+    """optimum-habana's ``sdp_on_bf16`` is torch's switch (the guide maps it there): off, the math SDPA computes bf16
+    inputs in fp32; on, in bf16."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    q = torch.randn(2, 4, 256, 64, generator=torch.Generator().manual_seed(0)).bfloat16().to("hpu")
+    attend = nn.functional.scaled_dot_product_attention
+    before = torch._C._get_math_sdp_allow_fp16_bf16_reduction()
+    try:
+        with sdpa_kernel(SDPBackend.MATH):
+            torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(False)
+            full = attend(q, q, q)
+            torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(True)
+            reduced = attend(q, q, q)
+    finally:
+        torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(before)
+    reference = attend(q.float(), q.float(), q.float()).bfloat16()
+    torch.testing.assert_close(full, reference, atol=1e-2, rtol=1e-2)
+    assert not torch.equal(full, reduced)
+    assert (reduced.float() - reference.float()).abs().max() > (full.float() - reference.float()).abs().max()

@@ -20,6 +20,7 @@ from lightning_hpu.fp8.callback import HPUFp8Inference
 from lightning_hpu.fused_optimizers import clip_grad_norm, fused_adamw, fused_sgd
 from lightning_hpu.hpu_graphs import HPUGraph, HPUGraphs, ModuleCacher, make_graphed_callables, wrap_in_hpu_graph
 from lightning_hpu.lightning_habana_paths import install as install_habana_paths
+from lightning_hpu.optimum import GaudiConfig
 from lightning_hpu.plugins import (
     HPUAsyncCheckpointIO,
     HPUCheckpointIO,
@@ -67,6 +68,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "BucketPadCollate",
     "ContextParallelAttention",
+    "GaudiConfig",
     "HPUAccelerator",
     "HPUAsyncCheckpointIO",
     "HPUCheckpointIO",

@@ -10,9 +10,11 @@ graph, so compile time does not grow with depth.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from typing import Any
 
 import lightning.pytorch as pl
+import torch
 from lightning.pytorch.callbacks import Callback
 from torch.nn import Module
 from typing_extensions import override
@@ -22,6 +24,7 @@ from lightning_hpu.runtime.compile_backend import (
     BACKEND_NAME,
     CompileInLazyModeError,
     check_options,
+    compiled_autograd,
     is_registered,
     lazy_mode_refusal,
 )
@@ -45,6 +48,11 @@ class HPUCompile(Callback):
             submodule of those classes one by one (regional compilation).
         dynamic, fullgraph: as for ``torch.compile``.
         options: settings of the bridge's ``hpu_backend`` (e.g. ``{"keep_input_mutations": True}``).
+        compile_from_second_step: run the first training step eagerly and compile from the second (optimum-habana's
+            ``compile_from_sec_iteration``): the first step's one-off work (lazy initialisation, optimizer state)
+            stays out of the compiled graphs.
+        compiled_autograd: compile the backward pass with compiled autograd as well (TorchDynamo captures the whole
+            autograd graph and hands it to ``hpu_backend``; optimum-habana's ``use_compiled_autograd``).
 
     Refused before training: the legacy lazy mode (compiling needs ``PT_HPU_LAZY_MODE=0``), HPU graphs on the same
     model, a LightningModule already given to the Trainer as ``torch.compile(model)``, a non-HPU accelerator.
@@ -56,6 +64,8 @@ class HPUCompile(Callback):
         dynamic: bool | None = None,
         fullgraph: bool = False,
         options: Mapping[str, Any] | None = None,
+        compile_from_second_step: bool = False,
+        compiled_autograd: bool = False,
     ) -> None:
         if isinstance(modules, (str, type)):
             raise TypeError(f"`modules` must be a list, e.g. modules=[{modules!r}], not a single name or class.")
@@ -72,6 +82,9 @@ class HPUCompile(Callback):
         self.fullgraph = fullgraph
         self.options = check_options(options)
         self.compiled: list[Module] = []
+        self.compile_from_second_step = compile_from_second_step
+        self.compiled_autograd = compiled_autograd
+        self._backward = ExitStack()
 
     @override
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
@@ -95,11 +108,37 @@ class HPUCompile(Callback):
             self.compiled.append(module)
 
     @override
+    def on_train_batch_start(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch: Any, batch_idx: int
+    ) -> None:
+        if self.compile_from_second_step and trainer.global_step == 0 and batch_idx == 0:
+            torch.compiler.set_stance("force_eager")
+
+    @override
+    def on_train_batch_end(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
+        if self.compile_from_second_step:
+            torch.compiler.set_stance("default")
+
+    @override
+    def on_before_backward(self, trainer: pl.Trainer, pl_module: pl.LightningModule, loss: torch.Tensor) -> None:
+        if self.compiled_autograd:
+            self._backward.enter_context(compiled_autograd(self.dynamic))
+
+    @override
+    def on_after_backward(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._backward.close()
+
+    @override
     def teardown(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         # Leave the user's modules as they came; a later stage compiles again (Dynamo's cache is kept).
         for module in self.compiled:
             module._compiled_call_impl = None
         self.compiled.clear()
+        if self.compile_from_second_step:
+            torch.compiler.set_stance("default")
+        self._backward.close()
 
     def _check_trainer(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         from lightning_hpu.accelerator import HPUAccelerator

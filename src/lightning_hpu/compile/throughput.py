@@ -18,8 +18,10 @@ from typing import Any
 
 import lightning.pytorch as pl
 from lightning.pytorch.callbacks import ThroughputMonitor
+from lightning.pytorch.trainer.states import RunningStage
 from typing_extensions import override
 
+from lightning_hpu.compile.excluded_time import ExcludedTime
 from lightning_hpu.compile.monitor import check_warmup_steps
 from lightning_hpu.compile.peak_flops import compute_precision, gaudi_peak_flops
 from lightning_hpu.runtime import require_backend
@@ -34,6 +36,9 @@ class HPUThroughputMonitor(ThroughputMonitor):
         warmup_steps: batches of each stage left out at its start (compilation).
         available_flops: the peak FLOPs per second of one device, for MFU; by default the published peak of the
             device generation and precision in use (``lightning_hpu.compile.peak_flops.GAUDI_PEAK_FLOPS``).
+        exclude_logging_and_saving: leave the time the loggers and checkpoint saves take out of the training time
+            (optimum-habana's ``adjust_throughput``; validation time is always left out). The seconds left out are
+            in :attr:`excluded_seconds`.
         **kwargs: passed to Lightning's ``Throughput`` (``window_size``, ``separator``).
     """
 
@@ -43,6 +48,7 @@ class HPUThroughputMonitor(ThroughputMonitor):
         length_fn: Callable[[Any], int] | None = None,
         warmup_steps: int = 3,
         available_flops: float | None = None,
+        exclude_logging_and_saving: bool = False,
         **kwargs: Any,
     ) -> None:
         if available_flops is not None and (
@@ -56,6 +62,16 @@ class HPUThroughputMonitor(ThroughputMonitor):
         self.warmup_steps = check_warmup_steps(warmup_steps)
         self._available_flops_override = available_flops
         self._warmup_seen: dict[Any, int] = {}
+        self._excluded = ExcludedTime(self._exclude) if exclude_logging_and_saving else None
+
+    @property
+    def excluded_seconds(self) -> float:
+        """Seconds of logging and saving left out of the training time (0 unless ``exclude_logging_and_saving``)."""
+        return 0.0 if self._excluded is None else self._excluded.seconds
+
+    def _exclude(self, seconds: float) -> None:
+        if RunningStage.TRAINING in self._t0s:
+            self._t0s[RunningStage.TRAINING] += seconds
 
     def _synchronize(self, trainer: pl.Trainer) -> None:
         from lightning_hpu.accelerator import HPUAccelerator
@@ -66,10 +82,18 @@ class HPUThroughputMonitor(ThroughputMonitor):
     @override
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         super().setup(trainer, pl_module, stage)
+        if self._excluded is not None:
+            self._excluded.install(trainer)
         peak = self._peak_flops(trainer)
         self.available_flops = None if peak is None else int(peak)
         for throughput in self._throughputs.values():
             throughput.available_flops = peak
+
+    @override
+    def teardown(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        if self._excluded is not None:
+            self._excluded.uninstall()
+        super().teardown(trainer, pl_module, stage)
 
     def _peak_flops(self, trainer: pl.Trainer) -> float | None:
         """``available_flops`` if given; on an HPU the peak of its generation and precision; else Lightning's."""

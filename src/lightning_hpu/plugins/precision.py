@@ -32,6 +32,7 @@ class HPUPrecisionPlugin(Precision, HPUPrecision):
         fp8_recipe: fp8 only: a ``DelayedScaling`` recipe or a dict of its arguments.
         fp8_layer_filter: fp8 only: ``(qualified_name, layer) -> bool`` choosing the ``nn.Linear`` layers run in fp8.
         device: lightning-habana's argument, accepted as ``"hpu"`` only.
+        fused_clip_norm: ``False`` clips with ``torch.nn.utils.clip_grad_norm_`` instead of the fused clip.
     """
 
     def __init__(
@@ -43,6 +44,7 @@ class HPUPrecisionPlugin(Precision, HPUPrecision):
         autocast_fp32_ops: Sequence[str] | None = None,
         fp8_recipe: Any | Mapping[str, Any] | None = None,
         fp8_layer_filter: LayerFilter | None = None,
+        fused_clip_norm: bool = True,
     ) -> None:
         HPUPrecision.__init__(
             self,
@@ -52,10 +54,14 @@ class HPUPrecisionPlugin(Precision, HPUPrecision):
             autocast_fp32_ops=autocast_fp32_ops,
             fp8_recipe=fp8_recipe,
             fp8_layer_filter=fp8_layer_filter,
+            fused_clip_norm=fused_clip_norm,
         )
 
     @override
     def clip_grad_by_norm(self, optimizer: Optimizer, clip_val: int | float) -> None:
+        if not self.fused_clip_norm:
+            super().clip_grad_by_norm(optimizer, clip_val)
+            return
         clip_grad_norm(self.main_params(optimizer), float(clip_val))
 
     @override

@@ -15,6 +15,7 @@ from lightning_hpu.fabric.accelerator import HPUAccelerator
 from lightning_hpu.profiler.environment import check_habana_profile
 from lightning_hpu.profiler.output import check_dirpath, written_traces
 from lightning_hpu.profiler.report import OperatorCost, heaviest_operators, memory_table, operator_table
+from lightning_hpu.profiler.stage_schedule import check_steps, stage_schedules
 from lightning_hpu.profiler.steps import DEFAULT_SCHEDULE_STEPS, planned_steps, step_kind
 from lightning_hpu.runtime import hpu_available, require_backend
 
@@ -62,6 +63,11 @@ class HPUProfiler(PyTorchProfiler):
         sort_by_key: Column Lightning's table of all events is sorted by.
         record_module_names: Add a range around each submodule's forward.
         table_kwargs: More keyword arguments for Lightning's table.
+        training_steps: ``(warmup, active)``: warm up for the first ``warmup`` training steps, record the next
+            ``active`` ones, then no more (optimum-habana's ``profiling_warmup_steps``, ``profiling_steps``).
+        evaluation_steps: the same for validation and test steps (``profiling_warmup_steps_eval``,
+            ``profiling_steps_eval``). Neither can be combined with ``schedule``. One torch profiler records both
+            kinds, so the two windows must not overlap: let the training window end before the first validation.
         **profiler_kwargs: Keyword arguments for :class:`torch.profiler.profile` (``schedule``, ``activities``,
             ``record_shapes``, ``profile_memory``, ``with_stack``, ...).
     """
@@ -76,8 +82,11 @@ class HPUProfiler(PyTorchProfiler):
         sort_by_key: str | None = None,
         record_module_names: bool = True,
         table_kwargs: dict[str, Any] | None = None,
+        training_steps: tuple[int, int] | None = None,
+        evaluation_steps: tuple[int, int] | None = None,
         **profiler_kwargs: Any,
     ) -> None:
+        schedule_given = "schedule" in profiler_kwargs
         emit_nvtx = profiler_kwargs.pop("emit_nvtx", False)
         #: The activities the user asked for, or ``None`` to choose them from the accelerator when profiling starts.
         self._requested_activities: list[Any] | None = profiler_kwargs.get("activities")
@@ -95,6 +104,15 @@ class HPUProfiler(PyTorchProfiler):
             **profiler_kwargs,
         )
         # Checked once Lightning's attributes exist (its ``__del__`` needs them), before anything is recorded.
+        self._stage_schedules = stage_schedules(
+            training_steps=check_steps("training_steps", training_steps),
+            evaluation_steps=check_steps("evaluation_steps", evaluation_steps),
+        )
+        if self._stage_schedules and schedule_given:
+            raise ValueError(
+                "HPUProfiler: `training_steps`/`evaluation_steps` choose the recorded steps themselves;"
+                " drop `schedule`."
+            )
         if emit_nvtx:
             raise ValueError("HPUProfiler(emit_nvtx=True): NVTX ranges exist only on CUDA; remove emit_nvtx.")
         check_dirpath(dirpath)
@@ -167,8 +185,29 @@ class HPUProfiler(PyTorchProfiler):
         wrapper._schedule = _record_every_step
         self._schedule_replaced = True
 
+    def _use_stage_schedule(self, action_name: str) -> None:
+        """Before a step of a kind with its own ``(warmup, active)``, switch to that kind's schedule."""
+        kind = step_kind(action_name)
+        if kind is None or not self._stage_schedules or self._schedule is None:
+            return
+        schedule = self._stage_schedules.get(kind, self._default_schedule())
+        wrapper = self._schedule
+        if wrapper._schedule is not schedule and wrapper._prev_schedule_action in (
+            ProfilerAction.WARMUP,
+            ProfilerAction.RECORD,
+        ):
+            rank_zero_warn(
+                f"HPUProfiler: a {kind} came while the profiler was still recording another kind of step; the"
+                " windows of `training_steps` and `evaluation_steps` overlap, so the traces mix both kinds."
+                " Record fewer training steps, or validate later."
+            )
+        if schedule is not None:
+            self._schedule._schedule = schedule
+            self._schedule_replaced = True
+
     @override
     def stop(self, action_name: str) -> None:
+        self._use_stage_schedule(action_name)
         self._replace_short_schedule(action_name)
         super().stop(action_name)
 

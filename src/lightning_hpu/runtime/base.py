@@ -142,6 +142,14 @@ class HPUBackend(ABC):
     def synchronize(self) -> None:
         """Wait for the device to finish all queued work."""
 
+    @abstractmethod
+    def set_dynamic_shapes(self, enabled: bool) -> None:
+        """Switch the graph compiler's dynamic shapes on or off for the rest of the process."""
+
+    @abstractmethod
+    def dynamic_shapes(self) -> bool:
+        """Whether the graph compiler's dynamic shapes are on."""
+
     # --- memory ----------------------------------------------------------------------------
     @abstractmethod
     def memory_stats(self) -> dict[str, int]:

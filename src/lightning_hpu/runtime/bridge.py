@@ -86,6 +86,15 @@ class BridgeBackend(HPUBackend):
     def synchronize(self) -> None:
         hthpu.synchronize()
 
+    def set_dynamic_shapes(self, enabled: bool) -> None:
+        if enabled:
+            hthpu.enable_dynamic_shape()
+        else:
+            hthpu.disable_dynamic_shape()
+
+    def dynamic_shapes(self) -> bool:
+        return hthpu.get_dynamic_shape_status()
+
     def memory_stats(self) -> dict[str, int]:
         stats = hthpu.memory_stats()
         return {key: int(stats.get(key, 0)) for key in MEMORY_STAT_KEYS}

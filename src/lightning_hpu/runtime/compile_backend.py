@@ -7,6 +7,7 @@ registered under the same name, lives in :mod:`gaudi_standin.compile_backend`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from typing import Any
 
 from lightning_hpu.runtime import settings
@@ -72,3 +73,16 @@ def is_registered() -> bool:
     from torch._dynamo.backends import registry
 
     return BACKEND_NAME in registry._COMPILER_FNS or BACKEND_NAME in registry.list_backends(exclude_tags=())
+
+
+def compiled_autograd(dynamic: bool | None = None) -> AbstractContextManager[None]:
+    """Inside it, ``backward()`` runs compiled autograd: TorchDynamo captures the whole backward graph and compiles
+    it with ``hpu_backend`` (what DeepSpeed's ``engine.compile(compiled_autograd_enabled=True)`` does for
+    optimum-habana's ``use_compiled_autograd``). torch names the switch ``_enable`` since 2.6, ``enable`` before."""
+    import torch
+    from torch._dynamo import compiled_autograd as module
+
+    enable = getattr(module, "_enable", None) or getattr(module, "enable")  # noqa: B009 (absent in torch >= 2.6)
+    compiler = torch.compile(backend=BACKEND_NAME, dynamic=dynamic)
+    context: AbstractContextManager[None] = enable(compiler)
+    return context

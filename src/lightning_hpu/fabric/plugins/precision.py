@@ -86,6 +86,8 @@ class HPUPrecision(Precision):
         fp8_layer_filter: fp8 only: ``(qualified_name, layer) -> bool`` choosing which ``nn.Linear`` layers run in
             fp8; all of them when ``None``.
         device: lightning-habana's argument, accepted as ``"hpu"`` only (the plugin always runs on the HPU).
+        fused_clip_norm: clip by the 2-norm with the device's fused clip (``FusedClipNorm`` on a Gaudi; the default)
+            instead of ``torch.nn.utils.clip_grad_norm_`` (optimum-habana's ``use_fused_clip_norm``).
     """
 
     def __init__(
@@ -97,8 +99,11 @@ class HPUPrecision(Precision):
         autocast_fp32_ops: Sequence[str] | None = None,
         fp8_recipe: Any | Mapping[str, Any] | None = None,
         fp8_layer_filter: LayerFilter | None = None,
+        fused_clip_norm: bool = True,
     ) -> None:
         self.device = check_device(device)
+        #: Whether clipping by the 2-norm uses the device's fused clip (``FusedClipNorm``) instead of torch's.
+        self.fused_clip_norm = bool(fused_clip_norm)
         name = normalize_precision(precision)
         self.precision = name  # type: ignore[assignment]
         self._dtype = _DTYPES[name]

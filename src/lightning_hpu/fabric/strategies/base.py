@@ -2,7 +2,9 @@
 
 In lazy mode the HPU accumulates ops into a graph and runs it at ``mark_step``. The strategies mark a step after
 each backward (the graph of forward + backward runs while the host prepares the optimizer step), after each
-optimizer step, and (Trainer) before and after each evaluation step. In eager mode, the default of current Gaudi
+optimizer step, and (Trainer) before and after each evaluation step. With ``pipeline_forward_backward``
+(optimum-habana's ``pipelining_fwd_bwd``) a step is also marked between forward and backward: the device runs the
+forward while the host builds the backward, at the cost of device memory. In eager mode, the default of current Gaudi
 software (``PT_HPU_LAZY_MODE`` unset or ``0``), every ``mark_step`` is a no-op. Checkpoints go through
 :class:`~lightning_hpu.HPUCheckpointIO` (host copies, atomic writes) unless another IO is given. Mix these classes
 in before the Lightning strategy they extend; the Trainer's twin is :mod:`lightning_hpu.strategies.base`.
@@ -18,9 +20,11 @@ from lightning.fabric.strategies.strategy import Strategy
 from lightning.fabric.utilities.types import Optimizable
 from torch import Tensor
 from torch.nn import Module
+from torch.optim import Optimizer
 from typing_extensions import override
 
 from lightning_hpu.fabric.plugins.checkpoint_io import HPUCheckpointIO
+from lightning_hpu.fused_optimizers import clip_grad_norm
 from lightning_hpu.runtime import require_backend
 
 _T = TypeVar("_T")
@@ -52,6 +56,9 @@ def with_hpu_checkpoint_io(io: CheckpointIO | None) -> CheckpointIO:
 class FabricHPUStrategyHooks(Strategy):
     """Fabric strategy mixin: ``mark_step`` after backward and optimizer step, :class:`HPUCheckpointIO`."""
 
+    #: Mark a step before backward as well, i.e. between forward and backward (more overlap, more device memory).
+    pipeline_forward_backward: bool = False
+
     @property
     @override
     def checkpoint_io(self) -> CheckpointIO:
@@ -64,6 +71,8 @@ class FabricHPUStrategyHooks(Strategy):
 
     @override
     def backward(self, tensor: Tensor, module: Module | None, *args: Any, **kwargs: Any) -> None:
+        if self.pipeline_forward_backward:
+            mark_step()
         super().backward(tensor, module, *args, **kwargs)
         mark_step()
 
@@ -72,3 +81,28 @@ class FabricHPUStrategyHooks(Strategy):
         output = super().optimizer_step(optimizer, **kwargs)
         mark_step()
         return output
+
+
+class FabricFusedClipHooks(Strategy):
+    """Fabric strategy mixin for data-parallel and single-device strategies (whose gradients are whole on each
+    device): ``fabric.clip_gradients(max_norm=...)`` uses the device's fused clip when the precision plugin's
+    ``fused_clip_norm`` is on and the norm is the 2-norm."""
+
+    @override
+    def clip_gradients_norm(
+        self,
+        module: Module,
+        optimizer: Optimizer,
+        max_norm: float | int,
+        norm_type: float | int = 2.0,
+        error_if_nonfinite: bool = True,
+    ) -> Tensor:
+        if not getattr(self.precision, "fused_clip_norm", False) or float(norm_type) != 2.0:
+            return super().clip_gradients_norm(module, optimizer, max_norm, norm_type, error_if_nonfinite)
+        self.precision.unscale_gradients(optimizer)
+        total = clip_grad_norm(self.precision.main_params(optimizer), float(max_norm))
+        if error_if_nonfinite and not bool(total.isfinite()):
+            raise RuntimeError(
+                f"The total norm of the gradients is {total.item()}; pass `error_if_nonfinite=False` to clip anyway."
+            )
+        return total

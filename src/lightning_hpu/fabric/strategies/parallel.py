@@ -23,7 +23,7 @@ from typing_extensions import override
 from lightning_hpu.distributed.collectives import broadcast_module_states_
 from lightning_hpu.distributed.fast_ddp import FastDDPGradients, ddp_arguments, register_parallel_names
 from lightning_hpu.distributed.start_methods import check_start_method
-from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks
+from lightning_hpu.fabric.strategies.base import FabricFusedClipHooks, FabricHPUStrategyHooks
 from lightning_hpu.fabric.strategies.hccl import FabricHCCLCollectivesHooks
 
 
@@ -46,7 +46,7 @@ class _FastDDPBackwardSyncControl(_BackwardSyncControl):
             self.blocked = False
 
 
-class HPUParallelStrategy(FabricHPUStrategyHooks, FabricHCCLCollectivesHooks):
+class HPUParallelStrategy(FabricHPUStrategyHooks, FabricFusedClipHooks, FabricHCCLCollectivesHooks):
     """Fabric strategy for several HPUs and nodes: DDP over HCCL (``strategy="hpu_parallel"`` or ``"hpu_ddp"``).
 
     ``**kwargs`` go to ``DistributedDataParallel`` (``bucket_cap_mb``, ``gradient_as_bucket_view``,
@@ -61,6 +61,7 @@ class HPUParallelStrategy(FabricHPUStrategyHooks, FabricHCCLCollectivesHooks):
             or the wrapped ``optimizer.step()``. Nothing is reduced inside ``fabric.no_backward_sync``.
         reduce_dtype: with ``fast_ddp``, the dtype gradients travel in (``torch.bfloat16`` halves the bytes sent;
             the result is cast back), as for the Trainer's strategy. ``None``: the gradients' own dtype.
+        pipeline_forward_backward: also mark a step between forward and backward (at ``fabric.backward``).
     """
 
     strategy_name = "hpu_parallel"
@@ -77,6 +78,7 @@ class HPUParallelStrategy(FabricHPUStrategyHooks, FabricHCCLCollectivesHooks):
         fast_ddp: bool = False,
         reduce_dtype: torch.dtype | None = None,
         start_method: str = "popen",
+        pipeline_forward_backward: bool = False,
         **kwargs: Any,
     ) -> None:
         check_start_method(start_method, type(self).__name__)
@@ -93,6 +95,7 @@ class HPUParallelStrategy(FabricHPUStrategyHooks, FabricHCCLCollectivesHooks):
             **ddp_kwargs,
         )
         self.fast_ddp = fast_ddp
+        self.pipeline_forward_backward = pipeline_forward_backward
         self.reduce_dtype = reduce_dtype
         self._fast_sync = _FastDDPBackwardSyncControl()
         if fast_ddp:

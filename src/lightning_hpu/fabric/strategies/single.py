@@ -10,11 +10,16 @@ from lightning.fabric.utilities.types import _DEVICE
 from typing_extensions import override
 
 from lightning_hpu.devices import single_process_device
-from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks
+from lightning_hpu.fabric.strategies.base import FabricFusedClipHooks, FabricHPUStrategyHooks
 
 
-class SingleHPUStrategy(FabricHPUStrategyHooks, SingleDeviceStrategy):
-    """Fabric strategy for one HPU (``strategy="hpu_single"``)."""
+class SingleHPUStrategy(FabricHPUStrategyHooks, FabricFusedClipHooks, SingleDeviceStrategy):
+    """Fabric strategy for one HPU (``strategy="hpu_single"``).
+
+    Args:
+        pipeline_forward_backward: also mark a step between forward and backward (at ``fabric.backward``), as
+            optimum-habana's ``pipelining_fwd_bwd`` does in lazy mode.
+    """
 
     strategy_name = "hpu_single"
 
@@ -24,7 +29,9 @@ class SingleHPUStrategy(FabricHPUStrategyHooks, SingleDeviceStrategy):
         accelerator: Accelerator | None = None,
         checkpoint_io: CheckpointIO | None = None,
         precision: Precision | None = None,
+        pipeline_forward_backward: bool = False,
     ) -> None:
+        self.pipeline_forward_backward = pipeline_forward_backward
         super().__init__(
             device=single_process_device(device),
             accelerator=accelerator,

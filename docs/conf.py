@@ -105,6 +105,7 @@ GUIDE_PAGES = [
     "deepspeed",
     "sharded",
     "context-parallelism",
+    "lightning-strategy-objects",
     "precision",
     "hpu-graphs",
     "compile",

@@ -58,7 +58,7 @@ def load_before_torch_c() -> bool:
     """Load torch's ``libtorch.so`` and then the built device library; return whether the library was loaded."""
     try:
         torch = sys.modules.get("torch")
-        if torch is None or not is_cuda_build():
+        if torch is None or torch.__file__ is None or not is_cuda_build():
             return False
         from gaudi_standin.device_cache import built_library
 

@@ -20,11 +20,13 @@ from lightning_hpu import env_report
 CUDA_BUILD = torch.version.cuda is not None
 only_on_cuda_builds = pytest.mark.skipif(not CUDA_BUILD, reason="this torch is a CPU build (the pinned leg)")
 
-#: Trains one step on hpu and prints what torch's accelerator is and whether CUDA's hooks are the stand-in's.
+#: A backward pass on the host first (torch's autograd engine then sizes its device queues by the device count),
+#: then one on the second HPU; prints where the gradient is, torch's accelerator and whether CUDA is available.
 TRAIN_ON_HPU = textwrap.dedent(
     """
     import torch
-    x = torch.randn(4, 4, device="hpu", requires_grad=True)
+    (torch.ones(2, requires_grad=True) * 2).sum().backward()
+    x = torch.randn(4, 4, device="hpu:1", requires_grad=True)
     (x @ x).sum().backward()
     print(x.grad.device, torch.accelerator.current_accelerator(), torch.cuda.is_available())
     """
@@ -87,10 +89,10 @@ def test_on_a_cuda_build_hpu_is_the_accelerator_and_cuda_is_off(standin: Any) ->
 def test_the_preloaded_interpreter_trains_on_hpu(python_executable: str) -> None:
     """The suite's fork server imports torch before any stand-in process exists: on a CUDA build it must load the
     device library before torch too, or every fork keeps CUDA as the accelerator."""
-    env = {**os.environ, "LIGHTNING_HPU_BACKEND": "cpu"}
+    env = {**os.environ, "LIGHTNING_HPU_BACKEND": "cpu", "LIGHTNING_HPU_CPU_DEVICES": "2"}  # the server has one
     done = subprocess.run([python_executable, "-c", TRAIN_ON_HPU], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split() == ["hpu:0", "hpu", "False"], done.stdout
+    assert done.stdout.split() == ["hpu:1", "hpu", "False"], done.stdout
 
 
 @only_on_cuda_builds

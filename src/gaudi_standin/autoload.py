@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 from gaudi_standin.device_cache import (
     CFLAGS,
@@ -45,6 +46,9 @@ __all__ = [
     "fingerprint",
 ]
 
+DEVICES_ENV = "LIGHTNING_HPU_CPU_DEVICES"
+MAX_DEVICES = 64  # kMaxDevices of hpu_device.cpp
+
 SOURCES = ("hpu_device.cpp", "hpu_kernels.cpp", "hpu_autocast.cpp", "hpu_cuda_hooks.cpp")
 
 
@@ -61,6 +65,7 @@ def autoload() -> None:
         library = built_library(torch.__version__, bool(torch._C._GLIBCXX_USE_CXX11_ABI))
         if library is not None:
             torch.ops.load_library(str(library))
+            _device_count_from_environment(torch)
             # torch now has an hpu accelerator, and asks for its module (torch.hpu) by attribute: import it then,
             # through the emulation's finder, as torch does for its own lazy modules (not now: torch is importing).
             lazy_modules = getattr(torch, "_lazy_modules", None)
@@ -68,3 +73,15 @@ def autoload() -> None:
                 lazy_modules.add("hpu")
     except Exception as error:  # the regular loading path reports problems in full, later
         print(f"lightning-hpu: the stand-in's device did not load with torch ({error}).", file=sys.stderr)
+
+
+def _device_count_from_environment(torch: Any) -> None:
+    """Sets the library's device count from ``LIGHTNING_HPU_CPU_DEVICES`` (when valid; it is checked later).
+
+    A library loaded before this process's environment was there (the test suite's preloaded interpreter loads it
+    before it forks, on a CUDA build of torch) read another count when it loaded; torch's autograd engine sizes its
+    device queues by the count at the first backward pass, which may come before the stand-in's runtime sets it.
+    """
+    raw = os.environ.get(DEVICES_ENV, "").strip()
+    if raw.isdigit() and 1 <= int(raw) <= MAX_DEVICES:
+        torch.ops.lightning_hpu_standin.set_device_count(int(raw))

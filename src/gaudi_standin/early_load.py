@@ -15,6 +15,7 @@ This module imports only the standard library.
 
 from __future__ import annotations
 
+import os
 import sys
 
 TYPE_CHECKING = False  # ``typing`` would add to every start-up of a stand-in process
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from types import ModuleType
 
 TORCH_EXTENSION = "torch._C"
+AUTOLOAD_ENV = "TORCH_DEVICE_BACKEND_AUTOLOAD"
 
 
 class TorchCFinder:
@@ -60,6 +62,8 @@ def load_before_torch_c() -> bool:
         torch = sys.modules.get("torch")
         if torch is None or torch.__file__ is None or not is_cuda_build():
             return False
+        if os.environ.get(AUTOLOAD_ENV, "1") != "1":
+            return False  # torch's switch for loading device backends while it imports, which this is too
         from gaudi_standin.device_cache import built_library
 
         # torch._C (which knows torch's C++ ABI flag) is not there yet: PyPI's builds use the new ABI.

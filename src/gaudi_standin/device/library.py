@@ -129,7 +129,8 @@ def _check_accelerator() -> None:
         raise DeviceLibraryError(
             f"This torch ({torch.__version__}) is a CUDA build, and the CPU stand-in's hpu device loaded only after"
             " torch had made CUDA its accelerator in this process (torch was imported before"
-            " LIGHTNING_HPU_BACKEND=cpu was set, or the device was built only now), so autograd cannot use hpu"
+            " LIGHTNING_HPU_BACKEND=cpu was set, the device was built only now, or TORCH_DEVICE_BACKEND_AUTOLOAD=0),"
+            " so autograd cannot use hpu"
             " tensors: build the device once (python -m gaudi_standin.device) and set LIGHTNING_HPU_BACKEND=cpu"
             " before Python starts, so that the device loads before torch's CUDA."
         )

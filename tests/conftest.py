@@ -14,6 +14,7 @@ os.environ.setdefault("LIGHTNING_HPU_BACKEND", "cpu")
 
 # lightning_hpu (and with it torch and Lightning, ~7 s) is imported where a fixture or hook first needs it: in the
 # workers of `pytest -n`, not in the controller, which starts them only once this file is loaded.
+from gaudi_standin.device_cache import EXTENSIONS_DIR_ENV
 from tests.preloaded_python import PreloadedPython
 from tests.two_device_run import TwoDeviceRun, launch
 
@@ -185,7 +186,11 @@ def python_executable(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
     if os.environ.get(PRELOADED_PYTHON_ENV) == "0":
         yield sys.executable
         return
-    env = {key: value for key, value in os.environ.items() if not key.startswith(_NOT_PRELOADED)}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(_NOT_PRELOADED) or key == EXTENSIONS_DIR_ENV  # where the server finds the device
+    }
     if MPI_LIBRARIES.is_dir():  # mpirun's ranks (test_launchers.py) load Open MPI's libraries from there
         env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(MPI_LIBRARIES), env.get("LD_LIBRARY_PATH")]))
     preloaded = PreloadedPython.start(tmp_path_factory.mktemp("preloaded_python"), env)

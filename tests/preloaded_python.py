@@ -22,8 +22,10 @@ times): the server is started with the directories of the libraries its processe
 mpi4py), which a process without them would not find. ``OMP_NUM_THREADS``, which torch's
 OpenMP reads when it loads, is applied with ``torch.set_num_threads``; and torch's loading of device backends
 (``torch.backends`` entry points, which load the stand-in's ``hpu`` device) runs again in each process. Nothing
-of lightning_hpu is imported by the server (its environment has none of the package's variables), so every process
-sets the stand-in up from its own.
+of lightning_hpu is imported by the server (its environment has none of the package's variables but the folder of
+the stand-in's built device library), so every process sets the stand-in up from its own; on a CUDA build of torch
+the server loads that library before torch (``gaudi_standin.early_load``), as a stand-in process does, so CUDA is off
+in every fork.
 
 Tests that are about processes themselves (start-up cost, clean exits, a rank that must die with the Lightning
 launcher that started it, a writer killed mid-save) keep using the real interpreter.
@@ -209,6 +211,12 @@ def _serve(socket_path: str) -> tuple[socket.socket, _Request]:
     shown: list[tuple[Any, ...]] = []
     show = warnings.showwarning
     warnings.showwarning = lambda *args, **kwargs: shown.append((args, kwargs))
+    # On a CUDA build of torch, the stand-in's device library must load before torch._C initialises, or CUDA stays
+    # torch's accelerator in every fork (autograd then fails on hpu tensors); the package's start-up hook arranges it
+    # in a stand-in process, which the server is not (a CPU build of torch is left alone).
+    from gaudi_standin import early_load
+
+    early_load.install()
     import lightning
     import lightning.pytorch  # noqa: F401
     import torch  # noqa: F401

@@ -65,14 +65,17 @@ def test_pyproject_states_the_same_ranges() -> None:
 
 def test_ci_legs_are_the_ends_of_the_ranges() -> None:
     """scripts/test.sh's oldest leg runs the lowest Python, torch and Lightning of the matrix; its newest leg the
-    highest Python and torch minor releases."""
+    highest Python and torch minor releases; its Gaudi leg the torch of Intel Gaudi 1.24.0 (2.10); CI runs the
+    first three."""
     legs = dict(
         (name, (python, torch_version, lightning))
         for name, python, torch_version, lightning in re.findall(
-            r'^\s*"(\w+):([\d.]*):([\d.]*):([\d.]*)"$', (ROOT / "scripts/test.sh").read_text(), re.MULTILINE
+            r'^\s*"([\w.-]+):([\d.]*):([\d.]*):([\d.]*)"$', (ROOT / "scripts/test.sh").read_text(), re.MULTILINE
         )
     )
-    assert set(legs) == {"pinned", "oldest", "newest"}
+    assert set(legs) == {"pinned", "oldest", "newest", "gaudi-1.24"}
+    assert release(legs["gaudi-1.24"][1])[:2] == (2, 10) and RANGES["torch"].contains(legs["gaudi-1.24"][1])
+    assert "scripts/test.sh --leg all" in (ROOT / ".ci/run").read_text()
     python, torch_version, lightning = legs["oldest"]
     assert release(python) == release(RANGES["python"].lowest)
     assert release(torch_version)[:2] == release(RANGES["torch"].lowest)[:2]

@@ -96,9 +96,9 @@ def test_recipe_cache_on_a_shared_file_system_needs_the_nfs_flag(
 
 
 def test_versions_outside_the_supported_ranges_are_warnings(standin: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(env_report.SUPPORTED_VERSIONS, "torch", ((2, 9), (2, 10)))
+    monkeypatch.setitem(env_report.SUPPORTED_VERSIONS, "torch", ((1, 9), (1, 10)))  # below every leg's torch
     warned = _report(monkeypatch).warnings
-    assert len(warned) == 1 and warned[0].startswith("torch ") and "(2.9 to 2.10)" in warned[0]
+    assert len(warned) == 1 and warned[0].startswith("torch ") and "(1.9 to 1.10)" in warned[0]
 
 
 def test_python_m_and_the_console_script_run_the_report_and_fail_on_errors() -> None:

@@ -67,7 +67,8 @@ def _env(**extra: str) -> dict[str, str]:
 
 def _mpi() -> tuple[str, str] | None:
     """``(mpirun, PYTHONPATH entry for mpi4py)``: setup.sh's copy in build/mpi, else a system Open MPI."""
-    site_packages = sorted(MPI_PREFIX.glob("lib/python3*/site-packages"))
+    # mpi4py is built for one Python: the leg's own (scripts/test.sh installs it for each leg's Python).
+    site_packages = sorted(MPI_PREFIX.glob(f"lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages"))
     if (MPI_PREFIX / "bin" / "mpirun").exists() and site_packages:
         return str(MPI_PREFIX / "bin" / "mpirun"), str(site_packages[0])
     system = shutil.which("mpirun")

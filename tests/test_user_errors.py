@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from jsonargparse import ArgumentParser
 from lightning.pytorch import Trainer
+from lightning.pytorch.trainer.connectors.callback_connector import _CallbackConnector
 from lightning_utilities.core import rank_zero as rank_zero_module
 
 from lightning_hpu import HPUConfigurationError, HPUNotAvailableError, SingleHPUStrategy, integration
@@ -88,8 +89,10 @@ def _tips_logged(**trainer_kwargs: Any) -> list[str]:
     log.addHandler(handler)
     log.setLevel(logging.INFO)
     try:
-        trainer = Trainer(enable_progress_bar=False, max_steps=0, **trainer_kwargs)
-        trainer._callback_connector._maybe_show_litmodels_tip()  # what fit() calls first
+        trainer = Trainer(enable_progress_bar=False, max_steps=0, **trainer_kwargs)  # Lightning 2.6.0 tips here
+        show_at_fit = getattr(trainer._callback_connector, "_maybe_show_litmodels_tip", None)
+        if show_at_fit is not None:
+            show_at_fit()  # what fit() calls first (later Lightning 2.6 releases)
     finally:
         log.removeHandler(handler)
         log.setLevel(previous)
@@ -98,7 +101,9 @@ def _tips_logged(**trainer_kwargs: Any) -> list[str]:
 
 def test_lightnings_tips_are_left_out_of_hpu_trainers_only(standin: Any, tmp_path: Path) -> None:
     assert _tips_logged(accelerator="hpu", default_root_dir=tmp_path) == []
-    assert len(_tips_logged(accelerator="cpu", default_root_dir=tmp_path)) == 2, "other Trainers keep Lightning's"
+    # Lightning 2.6.0 has the litmodels tip only; later 2.6 releases also the LitLogger one.
+    tips = 2 if hasattr(_CallbackConnector, "_maybe_show_litmodels_tip") else 1
+    assert len(_tips_logged(accelerator="cpu", default_root_dir=tmp_path)) == tips, "other Trainers keep Lightning's"
 
 
 def test_gaudi2_software_caveat_names_the_stand_in_there() -> None:

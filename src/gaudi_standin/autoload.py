@@ -1,4 +1,4 @@
-"""Where the CPU stand-in's hpu device library is built and cached, and its loading when torch starts.
+"""The loading of the CPU stand-in's hpu device library when torch starts (where it is kept: :mod:`.device_cache`).
 
 torch calls :func:`autoload` while ``import torch`` runs (the ``torch.backends`` entry point that out-of-tree device
 backends use; ``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` turns it off), as the Intel Gaudi bridge loads itself on a Gaudi.
@@ -16,63 +16,40 @@ This module imports only the standard library (and torch, when called).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
-from pathlib import Path
+from typing import Any
 
-EXTENSIONS_DIR_ENV = "LIGHTNING_HPU_EXTENSIONS_DIR"
-LIBRARY_NAME = "lightning_hpu_standin_device"
-CSRC = Path(__file__).parent / "device" / "csrc"
-SOURCES = ("hpu_device.cpp", "hpu_kernels.cpp", "hpu_autocast.cpp", "hpu_streams.cpp")
-CFLAGS = ("-O2",)
-READY = "ready"
+from gaudi_standin.device_cache import (
+    CFLAGS,
+    CSRC,
+    EXTENSIONS_DIR_ENV,
+    LIBRARY_NAME,
+    READY,
+    build_directory,
+    built_library,
+    cache_root,
+    fingerprint,
+)
 
+__all__ = [
+    "CFLAGS",
+    "CSRC",
+    "EXTENSIONS_DIR_ENV",
+    "LIBRARY_NAME",
+    "READY",
+    "SOURCES",
+    "autoload",
+    "build_directory",
+    "built_library",
+    "cache_root",
+    "fingerprint",
+]
 
-def fingerprint(torch_version: str, cxx11_abi: bool) -> str:
-    """What the built library depends on: its sources, the flags, torch's build and the Python ABI."""
-    digest = hashlib.sha256()
-    for name in sorted(path.name for path in CSRC.iterdir()):
-        digest.update(name.encode())
-        digest.update((CSRC / name).read_bytes())
-    digest.update(" ".join(CFLAGS).encode())
-    digest.update(torch_version.encode())
-    digest.update(str(cxx11_abi).encode())
-    digest.update(sys.implementation.cache_tag.encode())
-    return digest.hexdigest()[:16]
+DEVICES_ENV = "LIGHTNING_HPU_CPU_DEVICES"
+MAX_DEVICES = 64  # kMaxDevices of hpu_device.cpp
 
-
-def _writable(path: Path) -> bool:
-    probe = path
-    while not probe.exists():
-        if probe.parent == probe:
-            return False
-        probe = probe.parent
-    return os.access(probe, os.W_OK)
-
-
-def cache_root() -> Path:
-    """Where built libraries are kept (one folder per torch build and source version)."""
-    configured = os.environ.get(EXTENSIONS_DIR_ENV, "").strip()
-    if configured:
-        return Path(configured).expanduser()
-    in_prefix = Path(sys.prefix) / "var" / "lightning_hpu"
-    return in_prefix if _writable(in_prefix) else Path.home() / ".cache" / "lightning_hpu"
-
-
-def build_directory(torch_version: str) -> Path:
-    """The folder of the library for this torch build (a changed source rebuilds there, incrementally)."""
-    return cache_root() / f"torch-{torch_version.replace('+', '_')}-{sys.implementation.cache_tag}"
-
-
-def built_library(torch_version: str, cxx11_abi: bool) -> Path | None:
-    """The shared object built for this torch and these sources, or ``None`` if it must be (re)built."""
-    directory = build_directory(torch_version)
-    shared_object = directory / f"{LIBRARY_NAME}.so"
-    ready = directory / READY
-    if ready.exists() and shared_object.exists() and ready.read_text() == fingerprint(torch_version, cxx11_abi):
-        return shared_object
-    return None
+SOURCES = ("hpu_device.cpp", "hpu_kernels.cpp", "hpu_autocast.cpp", "hpu_streams.cpp", "hpu_cuda_hooks.cpp")
 
 
 def autoload() -> None:
@@ -88,6 +65,7 @@ def autoload() -> None:
         library = built_library(torch.__version__, bool(torch._C._GLIBCXX_USE_CXX11_ABI))
         if library is not None:
             torch.ops.load_library(str(library))
+            _device_count_from_environment(torch)
             # torch now has an hpu accelerator, and asks for its module (torch.hpu) by attribute: import it then,
             # through the emulation's finder, as torch does for its own lazy modules (not now: torch is importing).
             lazy_modules = getattr(torch, "_lazy_modules", None)
@@ -95,3 +73,15 @@ def autoload() -> None:
                 lazy_modules.add("hpu")
     except Exception as error:  # the regular loading path reports problems in full, later
         print(f"lightning-hpu: the stand-in's device did not load with torch ({error}).", file=sys.stderr)
+
+
+def _device_count_from_environment(torch: Any) -> None:
+    """Sets the library's device count from ``LIGHTNING_HPU_CPU_DEVICES`` (when valid; it is checked later).
+
+    A library loaded before this process's environment was there (the test suite's preloaded interpreter loads it
+    before it forks, on a CUDA build of torch) read another count when it loaded; torch's autograd engine sizes its
+    device queues by the count at the first backward pass, which may come before the stand-in's runtime sets it.
+    """
+    raw = os.environ.get(DEVICES_ENV, "").strip()
+    if raw.isdigit() and 1 <= int(raw) <= MAX_DEVICES:
+        torch.ops.lightning_hpu_standin.set_device_count(int(raw))

@@ -9,7 +9,9 @@ at every Python start, and so does the stand-in's ``torch.backends`` entry point
 goes to ``"hpu"``, which makes the stand-in's device real then, as the bridge's automatic loading does on a Gaudi.
 Once TorchDynamo's backend registry has loaded, it registers ``hpu_backend`` there, and once DeepSpeed's accelerator
 module has loaded, it makes DeepSpeed's HPU accelerator the stand-in's (DeepSpeed's own calls the bridge's device
-kernels, which the stand-in lacks): :class:`AfterImportHook`.
+kernels, which the stand-in lacks): :class:`AfterImportHook`. On a CUDA build of torch it also puts
+:class:`gaudi_standin.early_load.TorchCFinder` first, which loads the stand-in's device library before ``torch._C``
+(or CUDA would be torch's accelerator).
 
 This module runs before anything else at start-up: it imports only the standard library, and nothing at all
 happens unless the stand-in was chosen.
@@ -217,6 +219,9 @@ def install_if_requested() -> bool:
         return False
     sys.meta_path.append(EmulationFinder())
     sys.meta_path.insert(0, AfterImportHook())
+    from gaudi_standin import early_load  # the device library before torch._C, on a CUDA build of torch
+
+    early_load.install()
     for name, completer in AFTER_IMPORT.items():  # loaded before the stand-in was chosen: complete them now
         if name in sys.modules:
             _complete(sys.modules[name], completer)

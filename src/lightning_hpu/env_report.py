@@ -163,8 +163,28 @@ def _backend(report: Report) -> None:
     rows.append(("devices", str(backend.device_count())))
     rows.append(("mode", "lazy (legacy)" if backend.is_lazy() else "eager"))
     rows.append(("fp8 engine", "importable" if _engine_importable(backend) else "not importable"))
+    if standin:
+        rows += _cuda_under_standin(report)
     report.sections.append(("Backend", rows))
     _check_modules(report, backend.device_count(), standin)
+
+
+def _cuda_under_standin(report: Report) -> list[tuple[str, str]]:
+    """On a CUDA build of torch the stand-in turns CUDA off in its processes, so that hpu is torch's one
+    accelerator; that works only where its device loaded before torch chose CUDA."""
+    import torch
+
+    if not torch.version.cuda:
+        return []
+    accelerator = torch.accelerator.current_accelerator()
+    if accelerator is not None and accelerator.type == "cuda":
+        report.errors.append(
+            f"torch {torch.__version__} is a CUDA build, and CUDA became its accelerator before the stand-in's hpu"
+            " device loaded, so hpu tensors cannot train; build the device (python -m gaudi_standin.device) and"
+            f" set {settings.BACKEND_ENV}=cpu before Python starts."
+        )
+        return [("CUDA", "torch's accelerator instead of hpu (see the problems below)")]
+    return [("CUDA", f"off in stand-in processes (torch {torch.__version__} is a CUDA build; hpu is its accelerator)")]
 
 
 def _engine_importable(backend: object) -> bool:

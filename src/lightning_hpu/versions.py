@@ -6,15 +6,26 @@ runs on the torch of the user's image, not on one it picks. :data:`TESTED` is th
 (:func:`warn_if_untested`) and goes on. A version difference that needs a branch becomes a function here, named
 for the fact it tests and saying the versions it is for, so code never compares ``torch.__version__`` itself.
 
-The differences met so far, and where each is handled (none needs a branch yet):
+The differences met so far, and where each is handled (none needs a branch yet), with the test that shows it on
+the leg where it shows (``scripts/test.sh --leg oldest|newest|gaudi-1.24``; docs/guide/supported-versions.md):
 
+* PyPI's Linux builds of torch 2.9.1, 2.10.0 and 2.14.1 are CUDA builds (2.13.0 also has the ``+cpu`` build the
+  pinned leg installs), in which CUDA is torch's one accelerator: the stand-in's device library replaces CUDA's
+  hooks before ``torch._C`` initialises (``gaudi_standin/early_load.py``, ``hpu_cuda_hooks.cpp``), so hpu is the
+  accelerator there as on a CPU build, and CUDA is off in stand-in processes. Tested by ``tests/test_cuda_build.py``
+  on the oldest, newest and gaudi-1.24 legs (and by every test that trains on hpu there).
 * torch 2.9 routes a coalesced tensor reduce-scatter (FSDP's ``_coalescing_manager``) through
   ``ProcessGroup.reduce_scatter_tensor_coalesced``, torch 2.13 through ``reduce_scatter_single_coalesced``: the
   stand-in's ``"hccl"`` group overrides both names, so HCCL's reduce-op check runs on every torch
-  (``gaudi_standin/process_group.py``; no branch needed).
+  (``gaudi_standin/process_group.py``; no branch needed; ``test_coalesced_reduce_scatter_through_torch_is_checked``
+  in ``tests/test_cpu_process_group.py``, on the oldest leg).
 * torch 2.9's ``mse_loss`` backward refuses inputs of two dtypes ("Found dtype BFloat16 but expected Float"), which
   torch 2.13 accepts; under ``precision="bf16-true"`` the batch arrives in bf16, so a loss on a float32 output needs
-  both sides cast (``examples/precision.py`` does). User code, nothing for the package to change.
+  both sides cast (``examples/precision.py`` does, run by ``tests/test_precision_example.py`` on the oldest leg).
+  User code, nothing for the package to change.
+* Lightning 2.6.0 prints its "💡 Tip" about litmodels while a Trainer is created and has no LitLogger tip; the
+  newest 2.6.x prints both, at ``fit``: ``integration/quiet_tips.py`` leaves them out of HPU Trainers on both
+  (``test_lightnings_tips_are_left_out_of_hpu_trainers_only`` in ``tests/test_user_errors.py``, on the oldest leg).
 
 Versions are compared by their release numbers only: Habana's torch builds carry local tags
 (``2.9.0+hpu.synapse.v1.23.0``) or pre-release tags (``2.9.0a0+git…``), and count as the release they are built

@@ -98,8 +98,11 @@ def _build(directory: Path) -> None:
     print(f"lightning-hpu: built in {time.monotonic() - started:.0f} s.", file=sys.stderr, flush=True)
 
 
-def load_device_library() -> None:
-    """Make ``torch.device("hpu")`` a device of the stand-in in this process (builds the library if needed)."""
+def load_device_library(require_accelerator: bool = True) -> None:
+    """Make ``torch.device("hpu")`` a device of the stand-in in this process (builds the library if needed).
+
+    ``require_accelerator=False`` (``python -m gaudi_standin.device``, which only builds) skips the check that hpu
+    is torch's accelerator here."""
     global _loaded
     with _lock:
         if _loaded:
@@ -110,20 +113,44 @@ def load_device_library() -> None:
             torch.ops.load_library(str(shared_object))  # a no-op when torch's start-up already loaded it
         else:
             _build(build_directory())  # torch's builder loads what it built
-        _check_accelerator()
+        if require_accelerator:
+            _check_accelerator()
         _loaded = True
 
 
 def _check_accelerator() -> None:
-    """torch fixes its accelerator once per process; if it fixed "none" before the device came, autograd fails."""
-    if not hasattr(torch, "accelerator") or torch.accelerator.current_accelerator() is not None:
-        return  # the hpu device is torch's accelerator (or, on a CUDA build of torch, CUDA is)
+    """torch fixes its accelerator once per process; autograd fails on hpu tensors unless it is hpu."""
+    if not hasattr(torch, "accelerator"):
+        return
+    accelerator = torch.accelerator.current_accelerator()
+    if accelerator is not None and accelerator.type == "hpu":
+        return
+    if accelerator is not None and accelerator.type == "cuda":
+        raise DeviceLibraryError(
+            f"This torch ({torch.__version__}) is a CUDA build, and the CPU stand-in's hpu device loaded only after"
+            " torch had made CUDA its accelerator in this process (torch was imported before"
+            " LIGHTNING_HPU_BACKEND=cpu was set, the device was built only now, or TORCH_DEVICE_BACKEND_AUTOLOAD=0),"
+            " so autograd cannot use hpu"
+            " tensors: build the device once (python -m gaudi_standin.device) and set LIGHTNING_HPU_BACKEND=cpu"
+            " before Python starts, so that the device loads before torch's CUDA."
+        )
+    if accelerator is not None:
+        return  # another accelerator of torch's own build: its hooks are not the stand-in's to replace
     raise DeviceLibraryError(
         "torch settled on having no accelerator in this process before the stand-in's hpu device loaded (a"
         " backward pass or a torch.accelerator call ran first), so autograd cannot use hpu tensors: set"
         " LIGHTNING_HPU_BACKEND=cpu before Python starts, with lightning-hpu installed by pip and its device"
         " built (scripts/setup.sh), so that the device loads with torch."
     )
+
+
+def cuda_is_off() -> bool:
+    """Whether the stand-in turned torch's CUDA off in this process (a CUDA build of torch whose CUDA hooks the
+    device library replaced, so that hpu is the accelerator)."""
+    if not (torch.version.cuda and _loaded and hasattr(torch, "accelerator")):
+        return False
+    accelerator = torch.accelerator.current_accelerator()
+    return accelerator is not None and accelerator.type == "hpu"
 
 
 def is_loaded() -> bool:

@@ -20,12 +20,6 @@ from lightning_hpu.integration.wrapping import wrap
 #: How Lightning 2.6 starts its advertising lines (LitLogger, litmodels), logged at INFO by ``rank_zero_info``.
 LIGHTNING_TIP_PREFIX = "💡 Tip:"
 
-#: Where Lightning prints its tips (class, method); Lightning has no switch for them.
-_TIP_METHODS = (
-    (_LoggerConnector, "configure_logger"),
-    (_CallbackConnector, "_maybe_show_litmodels_tip"),
-)
-
 
 class _DropLightningTips(logging.Filter):
     """Drops the log records that are Lightning's tips."""
@@ -41,24 +35,23 @@ def runs_on_hpu(trainer: Any) -> bool:
 
 
 def install() -> None:
-    """Leave Lightning's two "💡 Tip" lines out of Trainers that run on HPU (other Trainers keep them).
+    """Leave Lightning's "💡 Tip" lines out of Trainers that run on HPU (other Trainers keep them).
 
     They are advertisements printed by every Trainer; an HPU run prints its start-up lines, progress and results.
-    Skipped silently if Lightning moved them: the lines are cosmetic.
+    Lightning 2.6.0 prints its litmodels tip while the Trainer is created (``_configure_checkpoint_callbacks``) and
+    has no LitLogger tip; later 2.6 releases print it at ``fit`` (``_maybe_show_litmodels_tip``)
+    (:mod:`lightning_hpu.versions`). Skipped silently where Lightning moved them: the lines are cosmetic.
     """
-    if any(not callable(getattr(owner, name, None)) for owner, name in _TIP_METHODS):
-        return
     tip_filter = _DropLightningTips()
 
-    def quiet_logger_setup(original: Callable[..., None]) -> Callable[..., None]:
-        def wrapper(self: Any, *args: Any, **kwargs: Any) -> None:
+    def without_tips(original: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
             if not runs_on_hpu(self.trainer):
-                original(self, *args, **kwargs)
-                return
+                return original(self, *args, **kwargs)
             log = rank_zero_module.log  # the logger rank_zero_info writes to (Lightning sets it at import)
             log.addFilter(tip_filter)
             try:
-                original(self, *args, **kwargs)
+                return original(self, *args, **kwargs)
             finally:
                 log.removeFilter(tip_filter)
 
@@ -73,5 +66,9 @@ def install() -> None:
 
         return wrapper
 
-    wrap(_LoggerConnector, "configure_logger", quiet_logger_setup)
-    wrap(_CallbackConnector, "_maybe_show_litmodels_tip", quiet_litmodels_tip)
+    if callable(getattr(_LoggerConnector, "configure_logger", None)):
+        wrap(_LoggerConnector, "configure_logger", without_tips)
+    if callable(getattr(_CallbackConnector, "_maybe_show_litmodels_tip", None)):
+        wrap(_CallbackConnector, "_maybe_show_litmodels_tip", quiet_litmodels_tip)
+    elif callable(getattr(_CallbackConnector, "_configure_checkpoint_callbacks", None)):  # Lightning 2.6.0
+        wrap(_CallbackConnector, "_configure_checkpoint_callbacks", without_tips)

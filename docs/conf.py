@@ -118,7 +118,6 @@ GUIDE_PAGES = [
     "coming-from-lightning-habana",
     "coming-from-optimum-habana",
     "troubleshooting",
-    "versions",
     "supported-versions",
     "bridge-coverage",
     "benchmarks",

@@ -9,6 +9,9 @@ if [ ! -x .venv/bin/python ]; then
     python3 -m venv --system-site-packages .venv
 fi
 . .venv/bin/activate
+# A venv starts with the Python's own pip, which may be too old to resolve the test extra (pip 23.2 gives up on
+# LitGPT's jsonargparse pin); pip itself is small and comes from PyPI.
+python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
 # torch before anything that depends on it: on a Gaudi image it is already there (Habana's build) and is kept.
 if python -c "import torch" 2>/dev/null; then
     step "keeping the installed torch $(python -c 'import torch; print(torch.__version__)')"

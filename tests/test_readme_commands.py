@@ -38,6 +38,9 @@ SLOW = {
         "starts a local Ray cluster (a minute or more on 2 busy cores); tests/test_ray_train.py runs the same path:"
         " a TorchTrainer job of 2 HPU workers on the stand-in"
     ),
+    "examples/transformers_finetune.py": (
+        "imports transformers in two processes and compiles (a minute here); tests/test_transformers_example.py runs it"
+    ),
 }
 #: Benchmarks run here on smaller sizes (these arguments are appended to the README's command): the test checks that
 #: the command runs as written, through the same code, while the README's figures come from the full-size run.
@@ -91,7 +94,9 @@ class Command:
             return "one node's part of a multi-node job"
         if "pip install" in self.text:
             return "installs packages from the network"
-        if "scripts/test.sh" in self.text:
+        if re.search(r"\.venv-[\w.-]+/bin/", self.text):
+            return "runs in an environment of its own, which its page says how to make"
+        if "scripts/test.sh" in self.text or ".ci/run" in self.text:
             return "runs the test suite this test is part of (CI runs it)"
         if re.search(r"scripts/(docs|package_check|figures)\.sh", self.text):
             return "builds the documentation, the distributions or the figures: tests/test_docs.py runs these"

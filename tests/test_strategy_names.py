@@ -35,7 +35,7 @@ from tests.test_fp8 import make_fake_engine
 
 deepspeed = pytest.importorskip("deepspeed")
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guide"
 REGISTRIES = {"Trainer": StrategyRegistry, "Fabric": FABRIC_REGISTRY}
 HPU_HOOKS = {"Trainer": HPUStrategyHooks, "Fabric": FabricHPUStrategyHooks}
 
@@ -298,8 +298,8 @@ def test_transformer_engine_under_deepspeed_means_hpu_deepspeed_fp8(
 
 
 def _readme_precision_names() -> dict[str, str]:
-    """The names of the README's precision table (section "Precision"): each spelling, and the full name it means."""
-    section = README.read_text().split("\n## Precision\n", 1)[1].split("\n## ", 1)[0]
+    """The names of the guide's precision table (its first section): each spelling, and the full name it means."""
+    section = (GUIDE / "precision.md").read_text().split("\n## ", 1)[0]
     table = {}
     for row in section.splitlines():
         if row.startswith('| `"'):
@@ -373,7 +373,8 @@ def test_misspelt_names_outside_hpu_keep_lightnings_errors() -> None:
 
 
 def test_the_readme_names_table_says_what_each_lightning_name_does_on_hpu() -> None:
-    section = README.read_text().split("\n### Lightning's names on HPU\n", 1)[1].split("\n#", 1)[0]
+    page = (GUIDE / "accelerator-and-devices.md").read_text()
+    section = page.split("\n### Lightning's names on HPU\n", 1)[1].split("\n#", 1)[0]
     checked = 0
     for row in section.splitlines():
         if not row.startswith("| `"):
@@ -390,6 +391,6 @@ def test_the_readme_names_table_says_what_each_lightning_name_does_on_hpu() -> N
                     refused_here = False
                 except ValueError:
                     refused_here = True
-                assert refused_here == refused, f"README says {name!r} is {'refused' if refused else 'run'} ({owner})"
+                assert refused_here == refused, f"the guide: {name!r} is {'refused' if refused else 'run'} ({owner})"
                 checked += 1
     assert checked >= 20, "the table lists Lightning's names"

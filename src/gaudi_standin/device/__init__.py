@@ -109,8 +109,11 @@ def _drain_autograd_worker() -> None:
             pass
 
     drain = threading.Thread(target=tiny_backward, name="lightning-hpu-autograd-drain")
-    drain.start()
-    drain.join(timeout=10)
+    try:
+        drain.start()
+        drain.join(timeout=10)
+    except RuntimeError:  # Python 3.12+ starts no thread once its shutdown began: run it here instead
+        tiny_backward()
     idle_polls = 0
     for _ in range(400):
         idle_polls = idle_polls + 1 if _all_waiting(threads) else 0

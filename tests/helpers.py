@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import Iterator
 from typing import Any
 
 import torch
 from lightning.pytorch import LightningModule
 from lightning.pytorch.loggers import Logger
+from lightning_utilities.core import rank_zero as rank_zero_module
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -94,3 +98,29 @@ class MetricsSpy(Logger):
 
     def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
         pass
+
+
+class _RankZeroLines(logging.Handler):
+    def __init__(self, prefix: str) -> None:
+        super().__init__(logging.INFO)
+        self.prefix = prefix
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith(self.prefix):
+            self.lines.append(record.getMessage())
+
+
+@contextlib.contextmanager
+def rank_zero_lines(prefix: str = "") -> Iterator[list[str]]:
+    """The lines logged at INFO or above through Lightning's rank-zero logger (those starting with ``prefix``)."""
+    handler = _RankZeroLines(prefix)
+    logger = rank_zero_module.log
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield handler.lines
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)

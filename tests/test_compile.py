@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import subprocess
 import sys
@@ -15,7 +14,6 @@ from typing import Any
 import pytest
 import torch
 from lightning.pytorch import LightningModule, Trainer
-from lightning_utilities.core import rank_zero as rank_zero_module
 from torch import nn
 from torch._dynamo.utils import counters
 from torch.utils.data import DataLoader, TensorDataset
@@ -23,7 +21,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from gaudi_standin.compile_backend import register_hpu_backend
 from lightning_hpu import HPUCompile, HPUGraphs, HPURecompileMonitor, HPUThroughputMonitor
 from lightning_hpu.compile import CompileInLazyModeError, HPUCompileError
-from tests.helpers import MetricsSpy, RegressionModel, quiet_trainer_kwargs
+from tests.helpers import MetricsSpy, RegressionModel, quiet_trainer_kwargs, rank_zero_lines
 from tests.standin import counters as standin_counters
 
 
@@ -277,27 +275,11 @@ def test_throughput_monitor_synchronizes_and_skips_warmup(standin: Any, tmp_path
     assert any("train/device/samples_per_sec" in m for m in spy.metrics)
 
 
-class _Lines(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.getMessage().startswith("HPU available"):
-            self.lines.append(record.getMessage())
-
-
 @pytest.fixture
 def hpu_lines() -> Iterator[list[str]]:
     """The "HPU available" lines logged through Lightning's rank-zero logger (the one its GPU/TPU lines use)."""
-    handler = _Lines()
-    logger = rank_zero_module.log
-    level = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    yield handler.lines
-    logger.removeHandler(handler)
-    logger.setLevel(level)
+    with rank_zero_lines("HPU available") as lines:
+        yield lines
 
 
 def test_startup_line_names_hpu(standin: Any, tmp_path: Any, hpu_lines: list[str]) -> None:

@@ -3,7 +3,6 @@ once); a backend the HPU cannot run, and Inductor's own settings, are refused wi
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,12 +10,11 @@ import pytest
 import torch
 from lightning.fabric import Fabric
 from lightning.pytorch import Trainer
-from lightning_utilities.core import rank_zero as rank_zero_module
 from torch import nn
 
 from lightning_hpu import HPUConfigurationError
 from lightning_hpu.compile import default_backend
-from tests.helpers import quiet_trainer_kwargs
+from tests.helpers import quiet_trainer_kwargs, rank_zero_lines
 from tests.standin import counters as standin_counters
 from tests.test_compile import BlockModel
 
@@ -25,28 +23,13 @@ TOLD = (
 )
 
 
-class _Lines(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
-
-
 @pytest.fixture(autouse=True)
 def lines(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """A fresh Dynamo and "said once" flag; the lines logged through Lightning's rank-zero logger."""
     torch._dynamo.reset()
     monkeypatch.setattr(default_backend, "_told", False)
-    handler = _Lines()
-    logger = rank_zero_module.log
-    level = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    yield handler.lines
-    logger.removeHandler(handler)
-    logger.setLevel(level)
+    with rank_zero_lines() as lines:
+        yield lines
 
 
 def _fabric_step(fabric: Fabric, module: nn.Module) -> None:

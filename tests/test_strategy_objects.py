@@ -3,7 +3,6 @@ the Trainer and on Fabric; what the HPU cannot honour is refused with one senten
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
@@ -15,7 +14,6 @@ from lightning.fabric import strategies as fabric_lightning
 from lightning.pytorch import Trainer
 from lightning.pytorch import strategies as trainer_lightning
 from lightning.pytorch.plugins.precision import MixedPrecision
-from lightning_utilities.core import rank_zero as rank_zero_module
 from torch import nn
 
 import lightning_hpu
@@ -23,6 +21,7 @@ from lightning_hpu import HPUConfigurationError, strategy_objects
 from lightning_hpu.distributed.hccl import GAUDI_DDP_DEFAULTS
 from lightning_hpu.fabric import strategies as fabric_hpu
 from lightning_hpu.runtime import settings
+from tests.helpers import rank_zero_lines
 from tests.standin import reset_backend
 
 #: Per side: Lightning's module of strategy classes, the HPU twins' module, and how the side is built.
@@ -51,26 +50,11 @@ def _two_standin_devices(monkeypatch: pytest.MonkeyPatch) -> None:
     reset_backend()
 
 
-class _Lines(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
-
-
 @pytest.fixture
 def info_lines() -> Iterator[list[str]]:
     """The lines logged through Lightning's rank-zero logger."""
-    handler = _Lines()
-    logger = rank_zero_module.log
-    level = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    yield handler.lines
-    logger.removeHandler(handler)
-    logger.setLevel(level)
+    with rank_zero_lines() as lines:
+        yield lines
 
 
 def _ddp(lightning: Any) -> Any:

@@ -7,7 +7,7 @@ per process,
   ``bool()``/``int()``/``float()`` of a tensor) and the backend's ``synchronize``;
 * every collective of the stand-in's ``"hccl"`` process group (the device's collectives, whether Python or DDP's
   C++ reducer calls them) and the ``torch.distributed`` functions, by name;
-* the host-side SIGTERM vote (:class:`lightning_hpu.strategies.sigterm.HostFlagVote`), counted apart: it runs on a
+* the host-side SIGTERM vote (:class:`lightning_hpu.pytorch.strategies.sigterm.HostFlagVote`), counted apart: it runs on a
   gloo group and never touches the device.
 
 :class:`CountSteadySteps` turns counting on at the start of batch ``warmup`` and off ``steps`` batches later, so
@@ -30,7 +30,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from gaudi_standin.process_group import HCCLStandInProcessGroup
 from lightning_hpu.runtime import require_backend
-from lightning_hpu.strategies import sigterm
+from lightning_hpu.pytorch.strategies import sigterm
 
 HOST_SYNC_METHODS = ("item", "tolist", "numpy", "cpu", "__bool__", "__int__", "__float__", "__index__")
 DEVICE_COLLECTIVES = (

@@ -19,7 +19,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_hpu import HPUAccelerator, run_script
-from lightning_hpu.hpu_graphs import HPUGraphs, ModuleCacher
+from lightning_hpu import HPUGraphs, ModuleCacher
 
 # HPU graphs exist in lazy mode only; current Gaudi software runs eager unless PT_HPU_LAZY_MODE=1. The bridge reads
 # the variable when it is first imported, which the package does on first use, after this line.

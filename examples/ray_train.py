@@ -76,7 +76,7 @@ def train_func(config: dict[str, Any]) -> None:
     trainer = Trainer(
         accelerator="hpu",
         devices="auto",
-        strategy=strategy,  # rebuilt on HPU as lightning_hpu.ray's twin, with the same arguments
+        strategy=strategy,  # rebuilt on HPU as lightning_hpu.pytorch.ray's twin, with the same arguments
         plugins=[RayLightningEnvironment()],
         callbacks=[RayTrainReportCallback()],  # Ray keeps a checkpoint per epoch, written by HPUCheckpointIO
         max_epochs=config["max_epochs"],

@@ -158,7 +158,7 @@ def _fresh_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     # The HPU binding (written by the stand-in like the bridge writes it) and the remembered devices list.
     monkeypatch.delenv(settings.MODULE_ID_ENV, raising=False)
     monkeypatch.delenv(settings.VISIBLE_MODULES_ENV, raising=False)
-    monkeypatch.setattr("lightning_hpu.devices._selected_indices", None)
+    monkeypatch.setattr("lightning_hpu.device.selection._selected_indices", None)
     # The dynamic-shape switch of the emulated bridge is process state: back to the environment's default.
     monkeypatch.setattr("gaudi_standin.dynamic_shapes._override", None)
     reset_backend()

@@ -18,7 +18,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.plugins.io import AsyncCheckpointIO
 
 from lightning_hpu import HPUAsyncCheckpointIO, HPUCheckpointIO
-from lightning_hpu.checkpoint_files import remove_orphaned_temporary_files
+from lightning_hpu.checkpoint.files import remove_orphaned_temporary_files
 from tests.helpers import RegressionModel, quiet_trainer_kwargs
 
 ROOT = Path(__file__).resolve().parents[1]

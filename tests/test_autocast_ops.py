@@ -13,7 +13,7 @@ import pytest
 
 import lightning_hpu
 from lightning_hpu import HPUPrecisionPlugin, set_autocast_op_lists
-from lightning_hpu.autocast_ops import FP32_OPS_ENV, LOWER_PRECISION_OPS_ENV
+from lightning_hpu.device.autocast_ops import FP32_OPS_ENV, LOWER_PRECISION_OPS_ENV
 
 
 @pytest.fixture(autouse=True)

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from lightning_hpu import HPUCheckpointIO
-from lightning_hpu.checkpoint_files import process_start_time, remove_orphaned_temporary_files, this_host
+from lightning_hpu.checkpoint.files import process_start_time, remove_orphaned_temporary_files, this_host
 
 
 class FakeHPUTensor(torch.Tensor):
@@ -84,7 +84,7 @@ def test_load_maps_to_cpu_and_reports_missing_files(tmp_path: Path) -> None:
 _KILLED_MID_SAVE = """
 import sys, time, torch
 from lightning_hpu import HPUCheckpointIO
-from lightning_hpu.checkpoint_files import process_start_time, remove_orphaned_temporary_files, this_host
+from lightning_hpu.checkpoint.files import process_start_time, remove_orphaned_temporary_files, this_host
 
 def stall(obj, file, *args, **kwargs):
     file.write(b"x" * 4096)  # part of a checkpoint, then the process is killed

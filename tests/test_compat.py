@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from lightning_hpu import versions
-from lightning_hpu.versions import TESTED, UntestedVersionWarning, VersionRange, release, untested_versions
+from lightning_hpu.support import versions
+from lightning_hpu.support.versions import TESTED, UntestedVersionWarning, VersionRange, release, untested_versions
 
 ROOT = Path(__file__).resolve().parents[1]
 RANGES = {r.name: r for r in TESTED}
@@ -115,7 +115,7 @@ def test_import_warns_once_with_a_faked_torch() -> None:
         "with warnings.catch_warnings(record=True) as caught:\n"
         "    warnings.simplefilter('always')\n"
         "    import lightning_hpu\n"
-        "    from lightning_hpu.versions import warn_if_untested\n"
+        "    from lightning_hpu.support.versions import warn_if_untested\n"
         "    warn_if_untested()\n"
         "print(json.dumps([str(w.message) for w in caught if w.category is lightning_hpu.UntestedVersionWarning]))\n"
     )

@@ -20,7 +20,8 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from gaudi_standin.compile_backend import register_hpu_backend
 from lightning_hpu import HPUCompile, HPUGraphs, HPURecompileMonitor, HPUThroughputMonitor
-from lightning_hpu.compile import CompileInLazyModeError, HPUCompileError
+from lightning_hpu.compile import CompileInLazyModeError
+from lightning_hpu.pytorch.callbacks import HPUCompileError
 from tests.helpers import MetricsSpy, RegressionModel, quiet_trainer_kwargs, rank_zero_lines
 from tests.standin import counters as standin_counters
 

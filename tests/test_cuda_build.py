@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from gaudi_standin import early_load
-from lightning_hpu import env_report
+from lightning_hpu.support import env_report
 
 CUDA_BUILD = torch.version.cuda is not None
 only_on_cuda_builds = pytest.mark.skipif(not CUDA_BUILD, reason="this torch is a CPU build (the pinned leg)")

@@ -13,7 +13,7 @@ import pytest
 from lightning.fabric import Fabric
 from lightning.pytorch import Trainer
 
-from lightning_hpu.devices import bind_selected_hpu, remember_device_indices
+from lightning_hpu.device.selection import bind_selected_hpu, remember_device_indices
 from lightning_hpu.distributed.collectives import initialize_hccl
 from lightning_hpu.runtime import get_backend
 from tests.standin import reset_backend

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from lightning_hpu import env_report
+from lightning_hpu.support import env_report
 from tests.standin import reset_backend
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -151,7 +151,7 @@ def test_the_packages_other_variables_and_the_test_suites_are_not_taken_for_miss
 
 
 def test_the_reported_ranges_are_the_tested_matrix_and_pyproject_toml_states_it() -> None:
-    from lightning_hpu.versions import TESTED
+    from lightning_hpu.support.versions import TESTED
 
     assert env_report.SUPPORTED_VERSIONS == {
         "torch": ((2, 9), (2, 14)),

@@ -11,7 +11,7 @@ from lightning.pytorch import Trainer
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 from lightning_hpu import HPUParallelStrategy, SingleHPUStrategy
-from lightning_hpu.strategies.last_batch import LastBatchSampler
+from lightning_hpu.pytorch.strategies.last_batch import LastBatchSampler
 from tests.helpers import RegressionModel, quiet_trainer_kwargs
 
 

@@ -2,7 +2,7 @@
 
 * ``lightning_hpu.fabric`` and everything it imports never imports ``lightning.pytorch``, as Lightning's own
   ``lightning.fabric`` does not: every ``import`` statement counts, at module level or inside a function, and so do
-  the packages Python runs on the way to a module (``lightning_hpu.strategies`` for ``lightning_hpu.strategies.x``),
+  the packages Python runs on the way to a module (``lightning_hpu.pytorch.strategies`` for ``lightning_hpu.pytorch.strategies.x``),
   except the top-level ``lightning_hpu`` package, which, like ``lightning/__init__.py``, wires everything together.
 * The CPU stand-in (``gaudi_standin``) is a layer below everything: it imports neither Lightning nor
   ``lightning_hpu``, and no module of ``lightning_hpu`` imports it (the package reaches it through
@@ -178,13 +178,14 @@ def test_one_class_implements_the_runtime_seam() -> None:
 
 
 def test_the_closure_follows_imports_inside_functions_and_parent_packages(tmp_path: Path) -> None:
-    code = "def f():\n    from lightning_hpu.strategies import parallel\n    import lightning.pytorch\n"
+    code = "def f():\n    from lightning_hpu.pytorch.strategies import parallel\n    import lightning.pytorch\n"
     path = tmp_path / "probe.py"
     path.write_text(code)
-    assert set(imported_modules(path)) >= {"lightning_hpu.strategies.parallel", "lightning.pytorch"}
-    assert with_parent_packages("lightning_hpu.strategies.parallel") == [
-        "lightning_hpu.strategies",
-        "lightning_hpu.strategies.parallel",
+    assert set(imported_modules(path)) >= {"lightning_hpu.pytorch.strategies.parallel", "lightning.pytorch"}
+    assert with_parent_packages("lightning_hpu.pytorch.strategies.parallel") == [
+        "lightning_hpu.pytorch",
+        "lightning_hpu.pytorch.strategies",
+        "lightning_hpu.pytorch.strategies.parallel",
     ]
 
 
@@ -207,3 +208,124 @@ def test_find_circle_sees_a_circle() -> None:
 def test_every_module_is_at_most_350_lines(path: Path) -> None:
     lines = len(path.read_text().splitlines())
     assert lines <= MAX_LINES, f"{path.relative_to(SRC)} has {lines} lines (at most {MAX_LINES}): split it"
+
+
+TRAINER_TREE = PACKAGE / "pytorch"
+FABRIC_TREE = PACKAGE / "fabric"
+#: The layers that may import ``lightning.pytorch``: the Trainer tree, the glue into Lightning's connectors and
+#: registries (which wires the Trainer and Fabric alike), and, like the top-level package that exports both trees,
+#: optimum-habana's ``GaudiConfig``, whose ``trainer_arguments()`` and ``fabric_arguments()`` build the arguments of
+#: each (it imports the Trainer's plugins only inside ``trainer_arguments``).
+TRAINER_LAYERS = ("lightning_hpu.pytorch", "lightning_hpu.integration", "lightning_hpu.optimum.gaudi_config")
+
+
+def defined_classes(path: Path) -> set[str]:
+    """The classes ``path`` defines, named as either side would: without a ``Fabric`` prefix or ``Plugin`` suffix."""
+    names = {node.name for node in ast.parse(path.read_text()).body if isinstance(node, ast.ClassDef)}
+    return {name.removeprefix("Fabric").removesuffix("Plugin") for name in names}
+
+
+def lightning_trainer_has(relative: Path) -> bool:
+    """Whether Lightning's own ``lightning/pytorch`` has a module at ``relative`` (Lightning's mirror)."""
+    import lightning
+
+    return (Path(lightning.__file__).parent / "pytorch" / relative).exists()
+
+
+def fabric_modules_with_a_trainer_counterpart() -> list[Path]:
+    """The ``fabric/`` modules the Trainer side has too: where Lightning has both, or where a class of the same name
+    is defined under ``pytorch/``."""
+    trainer_classes = {name for path in own_modules(TRAINER_TREE) for name in defined_classes(path)}
+    return [
+        path
+        for path in own_modules(FABRIC_TREE)
+        if path.name != "__init__.py"
+        and (lightning_trainer_has(path.relative_to(FABRIC_TREE)) or defined_classes(path) & trainer_classes)
+    ]
+
+
+def test_the_trainer_tree_mirrors_the_fabric_tree() -> None:
+    paired = fabric_modules_with_a_trainer_counterpart()
+    assert {"accelerator.py", "strategies/fsdp.py", "plugins/precision.py"} <= {
+        str(path.relative_to(FABRIC_TREE)) for path in paired
+    }, "the mirror check misses pairs it must see: is the tree where it expects?"
+    missing = [
+        f"fabric/{path.relative_to(FABRIC_TREE)} has no pytorch/{path.relative_to(FABRIC_TREE)}"
+        for path in paired
+        if not (TRAINER_TREE / path.relative_to(FABRIC_TREE)).is_file()
+    ]
+    assert not missing, "\n".join(missing)
+
+
+def test_only_the_trainer_layers_import_lightning_pytorch() -> None:
+    offending = [
+        f"{module_name(path)} imports {imported}"
+        for path in own_modules(PACKAGE)
+        if (this := module_name(path)) != "lightning_hpu" and not _is_under(this, TRAINER_LAYERS)
+        for imported in imported_modules(path)
+        if _is_under(
+            imported, ("lightning.pytorch", "pytorch_lightning", "lightning_hpu.pytorch", "lightning_hpu.integration")
+        )
+    ]
+    assert not offending, "\n".join(offending)
+
+
+def lightning_bound_names(tree: ast.Module) -> set[str]:
+    """The names a module binds to Lightning's modules and objects (``import lightning.pytorch as pl``,
+    ``from lightning.fabric.strategies import fsdp``, ``from lightning.pytorch import Trainer``)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if _is_under(alias.name, ("lightning", "pytorch_lightning", "lightning_fabric")):
+                    names.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            if _is_under(node.module or "", ("lightning", "pytorch_lightning", "lightning_fabric")):
+                names.update(alias.asname or alias.name for alias in node.names)
+    return names
+
+
+def assignments_to_lightning(path: Path) -> list[str]:
+    """``name.attribute = ...`` and ``setattr(name, ...)`` in ``path`` where ``name`` is one of Lightning's."""
+    tree = ast.parse(path.read_text())
+    bound = lightning_bound_names(tree)
+
+    def root(node: ast.expr) -> str | None:
+        while isinstance(node, ast.Attribute):
+            node = node.value
+        return node.id if isinstance(node, ast.Name) else None
+
+    found = []
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        found += [
+            f"{module_name(path)}:{node.lineno} assigns to {ast.unparse(target)}"
+            for target in targets
+            if isinstance(target, ast.Attribute) and root(target) in bound
+        ]
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("setattr", "delattr")
+            and node.args
+            and root(node.args[0]) in bound
+        ):
+            found.append(f"{module_name(path)}:{node.lineno} calls {node.func.id} on {ast.unparse(node.args[0])}")
+    return found
+
+
+def test_only_integration_assigns_to_lightnings_modules_and_classes() -> None:
+    assert any(assignments_to_lightning(path) for path in own_modules(PACKAGE / "integration")), (
+        "integration/ patches Lightning: the check should see its assignments"
+    )
+    offending = [
+        found
+        for path in own_modules(PACKAGE)
+        if not _is_under(module_name(path), ("lightning_hpu.integration",))
+        for found in assignments_to_lightning(path)
+    ]
+    assert not offending, "\n".join(offending)

@@ -16,7 +16,7 @@ from lightning.fabric import Fabric
 from lightning.pytorch import Trainer
 from torch import nn
 
-from lightning_hpu.autocast_ops import FP32_OPS_ENV, LOWER_PRECISION_OPS_ENV
+from lightning_hpu.device.autocast_ops import FP32_OPS_ENV, LOWER_PRECISION_OPS_ENV
 from lightning_hpu.optimum import GaudiConfig
 from lightning_hpu.runtime import HPUConfigurationError, require_backend
 from lightning_hpu.runtime.bridge import BridgeBackend

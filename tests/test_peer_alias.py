@@ -1,4 +1,4 @@
-"""lightning-habana's module paths under ``lightning_hpu`` (``lightning_hpu.lightning_habana_paths``), and the peer
+"""lightning-habana's module paths under ``lightning_hpu`` (``lightning_hpu.support.lightning_habana_paths``), and the peer
 suite's renaming layer (``scripts/peer/lightning_habana_alias.py``), which renames the package and nothing else.
 
 A lightning-habana user replaces ``lightning_habana`` with ``lightning_hpu`` in their imports; every module path of
@@ -51,7 +51,7 @@ def test_every_lightning_habana_module_path_serves_its_names_from_the_package(st
     import lightning_hpu
     from lightning_hpu.fabric.strategies import HPUFSDPStrategy as FabricFSDP
     from lightning_hpu.fabric.strategies import HPUParallelStrategy as FabricParallel
-    from lightning_hpu.lightning_habana_paths import MODULES
+    from lightning_hpu.support.lightning_habana_paths import MODULES
 
     for module_name, names in LIGHTNING_HABANA_IMPORTS.items():
         module = importlib.import_module(module_name)

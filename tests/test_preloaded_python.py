@@ -37,7 +37,7 @@ facts = {
     "accelerator": str(torch.accelerator.current_accelerator()),
     "htcore": htcore.__name__,
     "threads": torch.get_num_threads(),
-    "lightning_hpu_imported": "lightning_hpu.accelerator" in sys.modules,
+    "lightning_hpu_imported": "lightning_hpu.pytorch.accelerator" in sys.modules,
     "extra_fd": os.read(int(sys.argv[1]), 5).decode() if len(sys.argv) > 1 else None,
 }
 print(json.dumps(facts))

@@ -21,7 +21,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_hpu import HPUProfiler
-from lightning_hpu.profiler.steps import planned_steps
+from lightning_hpu.pytorch.profilers.steps import planned_steps
 from lightning_hpu.runtime.bridge import BridgeBackend
 
 REPO = Path(__file__).resolve().parents[1]

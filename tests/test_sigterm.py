@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from lightning_hpu.strategies.sigterm import SIGTERM_EXIT_CODE
+from lightning_hpu.pytorch.strategies.sigterm import SIGTERM_EXIT_CODE
 from tests.test_parallel_multiprocess import _env
 
 SCRIPT = Path(__file__).with_name("sigterm_scenario.py")

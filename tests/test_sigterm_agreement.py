@@ -24,7 +24,7 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from lightning_hpu import HPUDeepSpeedStrategy, HPUParallelStrategy, integration
 from lightning_hpu.integration import wrapping
-from lightning_hpu.strategies.sigterm import SIGTERM_EXIT_CODE, HostFlagVote, SigtermAgreement
+from lightning_hpu.pytorch.strategies.sigterm import SIGTERM_EXIT_CODE, HostFlagVote, SigtermAgreement
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from step_counters import TensorAllocations

@@ -22,14 +22,15 @@ from lightning.pytorch.profilers import AdvancedProfiler, SimpleProfiler
 from lightning.pytorch.strategies import DDPStrategy, ParallelStrategy, StrategyRegistry
 from lightning.pytorch.utilities.exceptions import MisconfigurationException
 
-from lightning_hpu import HPUDeepSpeedStrategy, HPUParallelStrategy, HPUPrecisionPlugin, HPUProfiler, strategy_names
+from lightning_hpu import HPUDeepSpeedStrategy, HPUParallelStrategy, HPUPrecisionPlugin, HPUProfiler
+from lightning_hpu.integration import strategy_names
 from lightning_hpu.distributed.hccl import GAUDI_DDP_DEFAULTS
 from lightning_hpu.fabric.plugins.precision import HPUPrecision
 from lightning_hpu.fabric.strategies import HPUParallelStrategy as FabricHPUParallelStrategy
 from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks
 from lightning_hpu.fabric.strategies.deepspeed import HPUDeepSpeedStrategy as FabricHPUDeepSpeedStrategy
 from lightning_hpu.runtime import HPUConfigurationError, settings
-from lightning_hpu.strategies.base import HPUStrategyHooks
+from lightning_hpu.pytorch.strategies.base import HPUStrategyHooks
 from tests.standin import reset_backend
 from tests.test_fp8 import make_fake_engine
 

@@ -17,7 +17,7 @@ from lightning_utilities.core import rank_zero as rank_zero_module
 
 from lightning_hpu import HPUConfigurationError, HPUNotAvailableError, SingleHPUStrategy, integration
 from lightning_hpu.distributed.deepspeed_config import _zero3_on_gaudi2_caveat
-from lightning_hpu.user_errors import run_script
+from lightning_hpu.support.user_errors import run_script
 from tests.example_errors_scenario import NOT_RUN
 
 SCENARIO = Path(__file__).with_name("example_errors_scenario.py")
@@ -114,7 +114,7 @@ def test_gaudi2_software_caveat_names_the_stand_in_there() -> None:
 
 
 def test_lightnings_own_torch_deprecations_are_hidden_and_nothing_else(monkeypatch: pytest.MonkeyPatch) -> None:
-    from lightning_hpu import registration, third_party_warnings
+    from lightning_hpu.integration import registration, third_party_warnings
 
     def warn(message: str, module: str) -> None:
         warnings.warn_explicit(message, FutureWarning, "file.py", 1, module=module)
@@ -142,7 +142,7 @@ def test_lightnings_own_torch_deprecations_are_hidden_and_nothing_else(monkeypat
 
 
 def test_hidden_warnings_do_not_override_the_users_filters() -> None:
-    from lightning_hpu import third_party_warnings
+    from lightning_hpu.integration import quiet_warnings
 
     with warnings.catch_warnings():
         warnings.resetwarnings()

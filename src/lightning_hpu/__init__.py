@@ -8,20 +8,27 @@ once.
 
 from typing import Any
 
-from lightning_hpu.accelerator import HPUAccelerator
-from lightning_hpu.autocast_ops import set_autocast_op_lists
-from lightning_hpu.compile import HPUCompile, HPURecompileMonitor, HPUThroughputMonitor
 from lightning_hpu.data import BucketPadCollate, LengthGroupedBatchSampler
+from lightning_hpu.device.autocast_ops import set_autocast_op_lists
+from lightning_hpu.device.fused_optimizers import clip_grad_norm, fused_adamw, fused_sgd
 from lightning_hpu.distributed.context_parallel import gradient_mesh
 from lightning_hpu.distributed.ulysses import ContextParallelAttention
 from lightning_hpu.fabric.plugins.precision import HPUPrecision
 from lightning_hpu.fp8 import fp8_finish_measurement, fp8_measure, fp8_quantize
-from lightning_hpu.fp8.callback import HPUFp8Inference
-from lightning_hpu.fused_optimizers import clip_grad_norm, fused_adamw, fused_sgd
-from lightning_hpu.hpu_graphs import HPUGraph, HPUGraphs, ModuleCacher, make_graphed_callables, wrap_in_hpu_graph
-from lightning_hpu.lightning_habana_paths import install as install_habana_paths
-from lightning_hpu.optimum import GaudiConfig
-from lightning_hpu.plugins import (
+from lightning_hpu.hpu_graphs import HPUGraph, ModuleCacher, make_graphed_callables, wrap_in_hpu_graph
+from lightning_hpu.support.lightning_habana_paths import install as install_habana_paths
+from lightning_hpu.integration.registration import register_all
+from lightning_hpu.optimum import FiniteMean, GaudiConfig
+from lightning_hpu.pytorch.accelerator import HPUAccelerator
+from lightning_hpu.pytorch.callbacks import (
+    HPUCompile,
+    HPUFp8Inference,
+    HPUGraphs,
+    HPULossLogger,
+    HPURecompileMonitor,
+    HPUThroughputMonitor,
+)
+from lightning_hpu.pytorch.plugins import (
     HPUAsyncCheckpointIO,
     HPUCheckpointIO,
     HPUDeepSpeedPrecisionPlugin,
@@ -29,11 +36,8 @@ from lightning_hpu.plugins import (
     HPUModelParallelPrecisionPlugin,
     HPUPrecisionPlugin,
 )
-from lightning_hpu.profiler import HPUProfiler
-from lightning_hpu.registration import register_all
-from lightning_hpu.runtime import HPUConfigurationError, HPUFeatureUnavailableError, HPUNotAvailableError, get_backend
-from lightning_hpu.runtime.recipe_cache import RecipeCache, apply_recipe_cache_from_env
-from lightning_hpu.strategies import (
+from lightning_hpu.pytorch.profilers import HPUProfiler
+from lightning_hpu.pytorch.strategies import (
     HPUDeepSpeedStrategy,
     HPUFSDPStrategy,
     HPUModelParallelStrategy,
@@ -41,8 +45,10 @@ from lightning_hpu.strategies import (
     SingleHPUStrategy,
     mark_step,
 )
-from lightning_hpu.user_errors import run_script
-from lightning_hpu.versions import UntestedVersionWarning, warn_if_untested
+from lightning_hpu.runtime import HPUConfigurationError, HPUFeatureUnavailableError, HPUNotAvailableError, get_backend
+from lightning_hpu.runtime.recipe_cache import RecipeCache, apply_recipe_cache_from_env
+from lightning_hpu.support.user_errors import run_script
+from lightning_hpu.support.versions import UntestedVersionWarning, warn_if_untested
 
 __version__ = "0.1.0"
 
@@ -50,7 +56,7 @@ __version__ = "0.1.0"
 HPUDDPStrategy = HPUParallelStrategy
 HPUFSDPPrecision = HPUFSDPPrecisionPlugin
 
-#: Ray Train's HPU strategies (:mod:`lightning_hpu.ray`), imported on first use: ``import lightning_hpu`` does not
+#: Ray Train's HPU strategies (:mod:`lightning_hpu.pytorch.ray`), imported on first use: ``import lightning_hpu`` does not
 #: import Ray, which is an optional dependency (``pip install 'lightning-hpu[ray]'``).
 _RAY_NAMES = ("HPURayDDPStrategy", "HPURayDeepSpeedStrategy", "HPURayFSDPStrategy")
 
@@ -59,7 +65,7 @@ def __getattr__(name: str) -> Any:
     if name == "HPU_AVAILABLE":  # lightning-habana's flag, asked when read (lightning-habana ran hl-smi at import)
         return HPUAccelerator.is_available()
     if name in _RAY_NAMES:
-        from lightning_hpu import ray as ray_strategies
+        from lightning_hpu.pytorch import ray as ray_strategies
 
         return getattr(ray_strategies, name)
     raise AttributeError(f"module 'lightning_hpu' has no attribute {name!r}")
@@ -68,6 +74,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "BucketPadCollate",
     "ContextParallelAttention",
+    "FiniteMean",
     "GaudiConfig",
     "HPUAccelerator",
     "HPUAsyncCheckpointIO",
@@ -84,6 +91,7 @@ __all__ = [
     "HPUFp8Inference",
     "HPUGraph",
     "HPUGraphs",
+    "HPULossLogger",
     "HPUModelParallelPrecisionPlugin",
     "HPUModelParallelStrategy",
     "HPUNotAvailableError",

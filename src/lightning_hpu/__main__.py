@@ -1,7 +1,7 @@
-"""``python -m lightning_hpu``: the environment report (see :mod:`lightning_hpu.env_report`)."""
+"""``python -m lightning_hpu``: the environment report (see :mod:`lightning_hpu.support.env_report`)."""
 
 import sys
 
-from lightning_hpu.env_report import main
+from lightning_hpu.support.env_report import main
 
 sys.exit(main())

@@ -1,8 +1,7 @@
-"""Eager mode and ``torch.compile`` on HPU: the ``HPUCompile`` switch, recompilation counting, honest throughput."""
+"""Eager mode and ``torch.compile`` on HPU, the Lightning-free parts: where graph compilations are counted and the
+peak FLOPs of each generation. The Trainer callbacks (``HPUCompile``, ``HPURecompileMonitor``,
+``HPUThroughputMonitor``) are in :mod:`lightning_hpu.pytorch.callbacks`."""
 
-from lightning_hpu.compile.callback import HPUCompile, HPUCompileError
-from lightning_hpu.compile.monitor import HPURecompileMonitor
-from lightning_hpu.compile.throughput import HPUThroughputMonitor
 from lightning_hpu.runtime.compile_backend import CompileInLazyModeError
 
-__all__ = ["CompileInLazyModeError", "HPUCompile", "HPUCompileError", "HPURecompileMonitor", "HPUThroughputMonitor"]
+__all__ = ["CompileInLazyModeError"]

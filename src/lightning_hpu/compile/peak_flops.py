@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lightning.pytorch.utilities.rank_zero import rank_zero_warn
+from lightning.fabric.utilities.rank_zero import rank_zero_warn
 
 #: Dense peak FLOPs per second of one device, by generation (as ``get_device_name`` reports it) and precision.
 GAUDI_PEAK_FLOPS: dict[str, dict[str, float]] = {

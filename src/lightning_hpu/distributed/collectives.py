@@ -28,7 +28,7 @@ from lightning.fabric.utilities.distributed import _all_gather_ddp_if_available,
 from torch import Tensor
 from torch.distributed import ReduceOp
 
-from lightning_hpu.devices import bind_selected_hpu
+from lightning_hpu.device.selection import bind_selected_hpu
 from lightning_hpu.runtime import HCCL_REDUCE_OPS, require_backend
 
 T = TypeVar("T")

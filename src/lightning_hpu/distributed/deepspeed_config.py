@@ -5,7 +5,7 @@ and DeepSpeed's checkpoint format. What stops them on a Gaudi is small and is he
 (``DS_ACCELERATOR``: ``hpu`` on a Gaudi, ``cpu`` on the stand-in), the device count, the checks of the configuration
 against the device before any work (fp16 and tensor parallelism need Gaudi2, NVMe offload needs a directory, the
 inference dtype must fit the precision), HCCL prepared before DeepSpeed creates its process group, and
-``deepspeed.initialize`` on the process's HPU. The strategies are :mod:`lightning_hpu.strategies.deepspeed` and
+``deepspeed.initialize`` on the process's HPU. The strategies are :mod:`lightning_hpu.pytorch.strategies.deepspeed` and
 :mod:`lightning_hpu.fabric.strategies.deepspeed`.
 """
 
@@ -26,7 +26,7 @@ from lightning.fabric.utilities.rank_zero import rank_zero_info, rank_zero_warn
 from torch.nn import Module
 from torch.optim import Optimizer
 
-from lightning_hpu.device_rules import check_fp16_supported
+from lightning_hpu.device.generation_rules import check_fp16_supported
 from lightning_hpu.distributed import elastic
 from lightning_hpu.distributed.collectives import initialize_hccl
 from lightning_hpu.runtime import bridge_emulated, generation_rank, require_backend

@@ -106,7 +106,7 @@ def save_fabric_state(path: Path, state: Mapping[str, Any], full: bool, rank: in
     from lightning.fabric.utilities.load import _METADATA_FILENAME
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 
-    from lightning_hpu.checkpoint_files import to_host, write_atomically
+    from lightning_hpu.checkpoint.files import to_host, write_atomically
 
     module = _the_fsdp_module(state)
     converted: dict[str, Any] = {}

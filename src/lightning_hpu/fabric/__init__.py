@@ -20,6 +20,6 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    from lightning_hpu import lightning_habana_paths
+    from lightning_hpu.support import lightning_habana_paths
 
     return lightning_habana_paths.module_getattr(__name__, lightning_habana_paths.FABRIC_PACKAGE_NAMES)(name)

@@ -10,7 +10,7 @@ from lightning.fabric.accelerators.accelerator import Accelerator
 from lightning.fabric.accelerators.registry import _AcceleratorRegistry
 from typing_extensions import override
 
-from lightning_hpu.devices import (
+from lightning_hpu.device.selection import (
     bind_selected_hpu,
     parse_hpu_devices,
     remember_device_indices,

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from torch import nn
 
-from lightning_hpu.device_rules import check_fp8_supported
+from lightning_hpu.device.generation_rules import check_fp8_supported
 from lightning_hpu.runtime import HPUFeatureUnavailableError
 
 Fp8InferenceMode = Literal["measure", "quantize"]

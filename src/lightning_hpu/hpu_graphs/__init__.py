@@ -2,19 +2,17 @@
 
 Four ways, as on the bridge: :class:`HPUGraph` with :func:`graph` (manual capture and replay),
 :func:`make_graphed_callables`, :class:`ModuleCacher` (training, per input shape) and :func:`wrap_in_hpu_graph`
-(inference, per input shape); plus :class:`HPUGraphs`, the Lightning callback that applies the last two to a
+(inference, per input shape); the Trainer callback :class:`~lightning_hpu.HPUGraphs` applies the last two to a
 LightningModule. Each calls the bridge's function of the same name; on the CPU stand-in they really capture and
 replay (its ``gaudi_standin.graphs``).
 """
 
-from lightning_hpu.hpu_graphs.callback import HPUGraphs
 from lightning_hpu.hpu_graphs.capture import HPUGraph, graph
 from lightning_hpu.hpu_graphs.rules import HPUGraphsUnavailableError
 from lightning_hpu.hpu_graphs.wrappers import ModuleCacher, make_graphed_callables, wrap_in_hpu_graph
 
 __all__ = [
     "HPUGraph",
-    "HPUGraphs",
     "HPUGraphsUnavailableError",
     "ModuleCacher",
     "graph",

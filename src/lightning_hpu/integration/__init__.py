@@ -22,7 +22,6 @@ from __future__ import annotations
 from lightning.fabric.connector import _Connector
 from lightning.pytorch.trainer.connectors.accelerator_connector import _AcceleratorConnector
 
-from lightning_hpu import strategy_arguments
 from lightning_hpu.integration import (
     compile_arguments,
     connectors,
@@ -30,6 +29,7 @@ from lightning_hpu.integration import (
     profiler_names,
     quiet_tips,
     sigterm,
+    strategy_arguments,
 )
 from lightning_hpu.integration.connector_rules import HPU_ONLY_PRECISIONS, is_hpu
 from lightning_hpu.integration.quiet_tips import LIGHTNING_TIP_PREFIX

@@ -17,7 +17,7 @@ from lightning.pytorch.strategies import StrategyRegistry
 from lightning_hpu.fabric.accelerator import HPUAccelerator as FabricHPUAccelerator
 from lightning_hpu.fabric.plugins.precision import PRECISION_ALIASES, HPUPrecisionInput
 from lightning_hpu.runtime import HPUConfigurationError, hpu_available
-from lightning_hpu.suggestions import closest_name, hpu_names
+from lightning_hpu.support.suggestions import closest_name, hpu_names
 
 #: Precision names of the HPU plugins that Lightning's own precision check does not know (``"fp8"``, ...).
 HPU_ONLY_PRECISIONS = tuple(name for name in get_args(HPUPrecisionInput) if name not in get_args(_PRECISION_INPUT_STR))

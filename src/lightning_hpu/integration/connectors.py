@@ -8,8 +8,8 @@ For an HPU accelerator:
 * a missing HPU fails with one sentence naming ``LIGHTNING_HPU_BACKEND``, and bad ``devices`` with one naming it;
 * the strategy is an HPU strategy (``hpu_single``, or ``hpu_parallel`` for several devices or nodes), every
   Lightning strategy name maps to its HPU twin with the name's preset settings or is refused naming the HPU strategy
-  to use (:mod:`lightning_hpu.strategy_names`), Lightning's own and Ray Train's strategy objects become their HPU
-  twins with the same arguments (:mod:`lightning_hpu.strategy_objects`, :mod:`lightning_hpu.ray`), and other non-HPU
+  to use (:mod:`lightning_hpu.integration.strategy_names`), Lightning's own and Ray Train's strategy objects become their HPU
+  twins with the same arguments (:mod:`lightning_hpu.integration.strategy_objects`, :mod:`lightning_hpu.pytorch.ray`), and other non-HPU
   strategy objects are refused;
 * the precision plugin is the HPU one (with DeepSpeed, the HPU DeepSpeed precision, which adds fp8).
 """
@@ -25,9 +25,9 @@ from lightning.fabric.strategies import DeepSpeedStrategy as FabricDeepSpeedStra
 from lightning.fabric.strategies import Strategy as FabricStrategy
 from lightning.pytorch.strategies import DeepSpeedStrategy, Strategy
 
-from lightning_hpu import strategy_names, strategy_objects
-from lightning_hpu.devices import check_devices_syntax
+from lightning_hpu.device.selection import check_devices_syntax
 from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks
+from lightning_hpu.integration import strategy_names, strategy_objects
 from lightning_hpu.integration.connector_rules import (
     hpu_precision_name,
     is_hpu,
@@ -37,8 +37,8 @@ from lightning_hpu.integration.connector_rules import (
     strategy_registry_names,
 )
 from lightning_hpu.integration.wrapping import check_methods, wrap
+from lightning_hpu.pytorch.strategies.base import HPUStrategyHooks
 from lightning_hpu.runtime import hpu_available, require_backend
-from lightning_hpu.strategies.base import HPUStrategyHooks
 
 #: The connector methods wrapped, checked to exist before anything is patched.
 PATCHED_METHODS = (
@@ -234,8 +234,8 @@ def _fabric_precision(connector: Any, side: ConnectorSide) -> Any:
 def _trainer_precision(connector: Any, side: ConnectorSide) -> Any:
     from lightning.pytorch.plugins.precision import Precision
 
-    from lightning_hpu.plugins.deepspeed_precision import HPUDeepSpeedPrecisionPlugin
-    from lightning_hpu.plugins.precision import HPUPrecisionPlugin
+    from lightning_hpu.pytorch.plugins.deepspeed_precision import HPUDeepSpeedPrecisionPlugin
+    from lightning_hpu.pytorch.plugins.precision import HPUPrecisionPlugin
 
     connector._validate_precision_choice()
     if isinstance(connector._precision_plugin_flag, Precision):

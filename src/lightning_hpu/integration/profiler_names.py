@@ -13,7 +13,7 @@ from lightning.pytorch.trainer import setup as trainer_setup
 
 from lightning_hpu.integration.wrapping import MARKER, integration_error
 from lightning_hpu.runtime import HPUConfigurationError
-from lightning_hpu.suggestions import closest_name
+from lightning_hpu.support.suggestions import closest_name
 
 #: Profiler names of ``Trainer(profiler=...)`` added to Lightning's, and the class each builds (lazily imported).
 HPU_PROFILERS: dict[str, str] = {"hpu": "lightning_hpu.profiler:HPUProfiler"}

@@ -14,8 +14,8 @@ from lightning.pytorch.trainer.connectors.logger_connector.logger_connector impo
 from lightning_utilities.core import rank_zero as rank_zero_module
 from typing_extensions import override
 
-from lightning_hpu.accelerator import HPUAccelerator
 from lightning_hpu.integration.wrapping import wrap
+from lightning_hpu.pytorch.accelerator import HPUAccelerator
 
 #: How Lightning 2.6 starts its advertising lines (LitLogger, litmodels), logged at INFO by ``rank_zero_info``.
 LIGHTNING_TIP_PREFIX = "💡 Tip:"
@@ -40,7 +40,7 @@ def install() -> None:
     They are advertisements printed by every Trainer; an HPU run prints its start-up lines, progress and results.
     Lightning 2.6.0 prints its litmodels tip while the Trainer is created (``_configure_checkpoint_callbacks``) and
     has no LitLogger tip; later 2.6 releases print it at ``fit`` (``_maybe_show_litmodels_tip``)
-    (:mod:`lightning_hpu.versions`). Skipped silently where Lightning moved them: the lines are cosmetic.
+    (:mod:`lightning_hpu.support.versions`). Skipped silently where Lightning moved them: the lines are cosmetic.
     """
     tip_filter = _DropLightningTips()
 

@@ -1,4 +1,4 @@
-"""The patch that routes Lightning's SIGTERM agreement to :class:`~lightning_hpu.strategies.sigterm.SigtermAgreement`.
+"""The patch that routes Lightning's SIGTERM agreement to :class:`~lightning_hpu.pytorch.strategies.sigterm.SigtermAgreement`.
 
 * ``_TrainingEpochLoop._broadcast_sigterm_tensor`` (a device broadcast and ``.item()`` per training batch) becomes a
   host-side vote; when the ranks agree, Lightning's ``received_sigterm`` is set on every rank and
@@ -20,7 +20,7 @@ from lightning.pytorch.trainer.states import TrainerFn
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from lightning_hpu.integration.wrapping import check_methods, wrap
-from lightning_hpu.strategies.sigterm import SIGTERM_EXIT_CODE, SigtermAgreement
+from lightning_hpu.pytorch.strategies.sigterm import SIGTERM_EXIT_CODE, SigtermAgreement
 
 #: Lightning's SIGTERM agreement: the loop's per-batch broadcast and the signal handler (class, method).
 SIGTERM_METHODS = (

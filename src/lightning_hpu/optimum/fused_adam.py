@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from torch.optim import AdamW, Optimizer
 
-from lightning_hpu.fused_optimizers import fused_adamw
+from lightning_hpu.device.fused_optimizers import fused_adamw
 from lightning_hpu.runtime import HPUConfigurationError
 
 #: AdamW options the fused kernel cannot honour, with the value it computes as.

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from torch.optim import Optimizer
 
     from lightning_hpu.fabric.plugins.precision import HPUPrecision
-    from lightning_hpu.plugins.precision import HPUPrecisionPlugin
+    from lightning_hpu.pytorch.plugins.precision import HPUPrecisionPlugin
 
 #: Keys ``save_pretrained`` adds (the versions that wrote the file): accepted and ignored.
 VERSION_KEYS = frozenset({"optimum_version", "transformers_version"})
@@ -133,7 +133,7 @@ class GaudiConfig:
 
     def precision_plugin(self) -> HPUPrecisionPlugin:
         """The Trainer's precision plugin: bf16 autocast with the op lists, fused or torch clipping."""
-        from lightning_hpu.plugins.precision import HPUPrecisionPlugin
+        from lightning_hpu.pytorch.plugins.precision import HPUPrecisionPlugin
 
         return HPUPrecisionPlugin(self.precision, **self._precision_arguments())
 
@@ -145,7 +145,7 @@ class GaudiConfig:
 
     def callback(self) -> Callback:
         """The Trainer callback that sets dynamic shapes and swaps AdamW for the fused one (see :meth:`apply`)."""
-        from lightning_hpu.optimum.callback import GaudiConfigCallback
+        from lightning_hpu.pytorch.callbacks.gaudi_config import GaudiConfigCallback
 
         return GaudiConfigCallback(self)
 

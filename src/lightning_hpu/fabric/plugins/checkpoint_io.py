@@ -11,7 +11,7 @@ from lightning.fabric.utilities.cloud_io import _atomic_save, _is_local_file_pro
 from lightning.fabric.utilities.types import _PATH
 from typing_extensions import override
 
-from lightning_hpu.checkpoint_files import to_host, write_atomically
+from lightning_hpu.checkpoint.files import to_host, write_atomically
 
 
 class HPUCheckpointIO(TorchCheckpointIO):

@@ -28,7 +28,7 @@ import torch
 from lightning.fabric.plugins.precision.fsdp import FSDPPrecision
 from typing_extensions import override
 
-from lightning_hpu.device_rules import check_fp16_supported
+from lightning_hpu.device.generation_rules import check_fp16_supported
 from lightning_hpu.fabric.plugins.lightning_habana_arguments import HPU_DEVICE, check_device
 from lightning_hpu.fabric.plugins.precision import normalize_precision
 from lightning_hpu.runtime import HPUConfigurationError, require_backend

@@ -22,13 +22,13 @@ from torch import Tensor
 from torch.nn import Module
 from typing_extensions import override
 
-from lightning_hpu.autocast_ops import set_autocast_op_lists
-from lightning_hpu.device_rules import check_fp8_supported, check_fp16_supported
+from lightning_hpu.device.autocast_ops import set_autocast_op_lists
+from lightning_hpu.device.generation_rules import check_fp8_supported, check_fp16_supported
 from lightning_hpu.fabric.plugins import lightning_habana_arguments
 from lightning_hpu.fabric.plugins.lightning_habana_arguments import HPU_DEVICE, check_device
 from lightning_hpu.fp8.engine import LayerFilter, make_recipe, replace_linear_layers
 from lightning_hpu.runtime import HPUConfigurationError, require_backend
-from lightning_hpu.suggestions import closest_name
+from lightning_hpu.support.suggestions import closest_name
 
 HPUPrecisionInput = Literal["32-true", "bf16-mixed", "16-mixed", "bf16-true", "16-true", "fp8", "fp8-float16"]
 

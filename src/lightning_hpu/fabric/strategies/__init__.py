@@ -1,4 +1,4 @@
-"""HPU strategies for Lightning Fabric, one module each, as for the Trainer (:mod:`lightning_hpu.strategies`).
+"""HPU strategies for Lightning Fabric, one module each, as for the Trainer (:mod:`lightning_hpu.pytorch.strategies`).
 
 Also lightning-habana's ``lightning_habana.fabric.strategies`` (``HPUDDPStrategy``, ``HPUParallelStrategy``,
 ``SingleHPUStrategy``, ``HPUFSDPStrategy``).

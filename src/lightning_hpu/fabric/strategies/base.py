@@ -7,7 +7,7 @@ optimizer step, and (Trainer) before and after each evaluation step. With ``pipe
 forward while the host builds the backward, at the cost of device memory. In eager mode, the default of current Gaudi
 software (``PT_HPU_LAZY_MODE`` unset or ``0``), every ``mark_step`` is a no-op. Checkpoints go through
 :class:`~lightning_hpu.HPUCheckpointIO` (host copies, atomic writes) unless another IO is given. Mix these classes
-in before the Lightning strategy they extend; the Trainer's twin is :mod:`lightning_hpu.strategies.base`.
+in before the Lightning strategy they extend; the Trainer's twin is :mod:`lightning_hpu.pytorch.strategies.base`.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from torch.nn import Module
 from torch.optim import Optimizer
 from typing_extensions import override
 
+from lightning_hpu.device.fused_optimizers import clip_grad_norm
 from lightning_hpu.fabric.plugins.checkpoint_io import HPUCheckpointIO
-from lightning_hpu.fused_optimizers import clip_grad_norm
 from lightning_hpu.runtime import require_backend
 
 _T = TypeVar("_T")

@@ -1,4 +1,4 @@
-"""Fabric FSDP over HCCL; the Trainer's twin is :mod:`lightning_hpu.strategies.fsdp`.
+"""Fabric FSDP over HCCL; the Trainer's twin is :mod:`lightning_hpu.pytorch.strategies.fsdp`.
 
 Both share their code (:mod:`lightning_hpu.distributed.sharding`, :mod:`lightning_hpu.distributed.fsdp_state`):
 HCCL process group, eager mode only, FSDP on this process's HPU, HCCL-safe ``all_reduce``/``all_gather``/

@@ -1,6 +1,6 @@
 """Fabric's HCCL mixins: the process group and collectives of :mod:`lightning_hpu.distributed.hccl`.
 
-The twins of the Trainer's :mod:`lightning_hpu.strategies.hccl`: :class:`FabricHCCLCollectivesHooks` for a Fabric
+The twins of the Trainer's :mod:`lightning_hpu.pytorch.strategies.hccl`: :class:`FabricHCCLCollectivesHooks` for a Fabric
 ``DDPStrategy`` subclass, :class:`FabricHCCLCollectiveOps` (collectives and rank watchdog only) for the others, and
 :class:`HCCLProcessGroup` for the strategies that keep Lightning's ``_setup_distributed`` (FSDP, model parallel).
 """

@@ -1,4 +1,4 @@
-"""Fabric FSDP2 + tensor parallelism over HCCL; the Trainer's twin is :mod:`lightning_hpu.strategies.model_parallel`."""
+"""Fabric FSDP2 + tensor parallelism over HCCL; the Trainer's twin is :mod:`lightning_hpu.pytorch.strategies.model_parallel`."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Fabric on several HPUs and nodes: DDP over HCCL, and fast DDP; the Trainer's twin is
-:mod:`lightning_hpu.strategies.parallel`."""
+:mod:`lightning_hpu.pytorch.strategies.parallel`."""
 
 from __future__ import annotations
 

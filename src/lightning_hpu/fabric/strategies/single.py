@@ -1,4 +1,4 @@
-"""Fabric on one HPU; the Trainer's twin is :mod:`lightning_hpu.strategies.single`."""
+"""Fabric on one HPU; the Trainer's twin is :mod:`lightning_hpu.pytorch.strategies.single`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from lightning.fabric.strategies.registry import _StrategyRegistry
 from lightning.fabric.utilities.types import _DEVICE
 from typing_extensions import override
 
-from lightning_hpu.devices import single_process_device
+from lightning_hpu.device.selection import single_process_device
 from lightning_hpu.fabric.strategies.base import FabricFusedClipHooks, FabricHPUStrategyHooks
 
 

@@ -1,0 +1,17 @@
+"""HPU plugins: checkpoint IO and precision (also under DeepSpeed)."""
+
+from lightning_hpu.fabric.plugins.checkpoint_io import HPUCheckpointIO
+from lightning_hpu.pytorch.plugins.async_checkpoint_io import HPUAsyncCheckpointIO
+from lightning_hpu.pytorch.plugins.deepspeed_precision import HPUDeepSpeedPrecisionPlugin
+from lightning_hpu.pytorch.plugins.fsdp_precision import HPUFSDPPrecisionPlugin
+from lightning_hpu.pytorch.plugins.model_parallel_precision import HPUModelParallelPrecisionPlugin
+from lightning_hpu.pytorch.plugins.precision import HPUPrecisionPlugin
+
+__all__ = [
+    "HPUAsyncCheckpointIO",
+    "HPUCheckpointIO",
+    "HPUDeepSpeedPrecisionPlugin",
+    "HPUFSDPPrecisionPlugin",
+    "HPUModelParallelPrecisionPlugin",
+    "HPUPrecisionPlugin",
+]

@@ -1,0 +1,89 @@
+"""HPU precision for the Lightning Trainer."""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from lightning.pytorch.plugins.precision.precision import Precision
+from torch.optim import Optimizer
+from typing_extensions import override
+
+from lightning_hpu.device.fused_optimizers import clip_grad_norm
+from lightning_hpu.fabric.plugins.lightning_habana_arguments import HPU_DEVICE
+from lightning_hpu.fabric.plugins.precision import HPUPrecision, HPUPrecisionInput
+from lightning_hpu.fp8.engine import LayerFilter
+
+
+class HPUPrecisionPlugin(Precision, HPUPrecision):
+    """Precision on HPU for the Trainer: ``Trainer(precision=...)`` maps here when the accelerator is HPU.
+
+    ``Trainer(precision="transformer-engine")`` (Lightning's name for fp8 training) means ``"fp8"`` here, and
+    ``"transformer-engine-float16"`` means ``"fp8-float16"``; pass the plugin as ``plugins=[HPUPrecisionPlugin(...)]``
+    to give op lists or an fp8 recipe. Clipping by norm (``gradient_clip_val`` with the default
+    ``gradient_clip_algorithm="norm"``) uses the device's fused clip (``FusedClipNorm`` on a Gaudi).
+
+    Args:
+        precision: ``"32-true"``, ``"bf16-mixed"``, ``"16-mixed"``, ``"bf16-true"``, ``"16-true"``, ``"fp8"`` or
+            ``"fp8-float16"`` (also Lightning's aliases). fp16 and fp8 need Gaudi2 or later.
+        autocast_lower_precision_ops: aten ops autocast runs in bf16/fp16, replacing the bridge's list.
+        autocast_fp32_ops: aten ops autocast runs in fp32, replacing the bridge's list.
+        fp8_recipe: fp8 only: a ``DelayedScaling`` recipe or a dict of its arguments.
+        fp8_layer_filter: fp8 only: ``(qualified_name, layer) -> bool`` choosing the ``nn.Linear`` layers run in fp8.
+        device: lightning-habana's argument, accepted as ``"hpu"`` only.
+        fused_clip_norm: ``False`` clips with ``torch.nn.utils.clip_grad_norm_`` instead of the fused clip.
+    """
+
+    def __init__(
+        self,
+        precision: HPUPrecisionInput | str = "32-true",
+        device: str = HPU_DEVICE,
+        *,
+        autocast_lower_precision_ops: Sequence[str] | None = None,
+        autocast_fp32_ops: Sequence[str] | None = None,
+        fp8_recipe: Any | Mapping[str, Any] | None = None,
+        fp8_layer_filter: LayerFilter | None = None,
+        fused_clip_norm: bool = True,
+    ) -> None:
+        HPUPrecision.__init__(
+            self,
+            precision,
+            device,
+            autocast_lower_precision_ops=autocast_lower_precision_ops,
+            autocast_fp32_ops=autocast_fp32_ops,
+            fp8_recipe=fp8_recipe,
+            fp8_layer_filter=fp8_layer_filter,
+            fused_clip_norm=fused_clip_norm,
+        )
+
+    @override
+    def clip_grad_by_norm(self, optimizer: Optimizer, clip_val: int | float) -> None:
+        if not self.fused_clip_norm:
+            super().clip_grad_by_norm(optimizer, clip_val)
+            return
+        clip_grad_norm(self.main_params(optimizer), float(clip_val))
+
+    @override
+    @contextmanager
+    def train_step_context(self) -> Generator[None, None, None]:
+        with self.forward_context():
+            yield
+
+    @override
+    @contextmanager
+    def val_step_context(self) -> Generator[None, None, None]:
+        with self.forward_context():
+            yield
+
+    @override
+    @contextmanager
+    def test_step_context(self) -> Generator[None, None, None]:
+        with self.forward_context():
+            yield
+
+    @override
+    @contextmanager
+    def predict_step_context(self) -> Generator[None, None, None]:
+        with self.forward_context():
+            yield

@@ -1,0 +1,24 @@
+"""HPU strategies for the Lightning Trainer, one module each, as for Fabric (:mod:`lightning_hpu.fabric.strategies`)."""
+
+from lightning_hpu.fabric.strategies.hccl import FabricHCCLCollectivesHooks
+from lightning_hpu.pytorch.strategies.base import HPUStrategyHooks, mark_step
+from lightning_hpu.pytorch.strategies.deepspeed import HPUDeepSpeedStrategy
+from lightning_hpu.pytorch.strategies.fsdp import HPUFSDPStrategy
+from lightning_hpu.pytorch.strategies.hccl import HCCLCollectivesHooks
+from lightning_hpu.pytorch.strategies.model_parallel import HPUModelParallelStrategy
+from lightning_hpu.pytorch.strategies.parallel import HPUParallelStrategy
+from lightning_hpu.pytorch.strategies.sigterm import SigtermAgreement
+from lightning_hpu.pytorch.strategies.single import SingleHPUStrategy
+
+__all__ = [
+    "FabricHCCLCollectivesHooks",
+    "HCCLCollectivesHooks",
+    "HPUDeepSpeedStrategy",
+    "HPUFSDPStrategy",
+    "HPUModelParallelStrategy",
+    "HPUParallelStrategy",
+    "HPUStrategyHooks",
+    "SigtermAgreement",
+    "SingleHPUStrategy",
+    "mark_step",
+]

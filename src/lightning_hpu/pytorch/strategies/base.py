@@ -1,0 +1,105 @@
+"""The base mixin of every HPU Trainer strategy: step markers, HPU checkpoint IO, checks at setup.
+
+Steps are marked as for Fabric (:mod:`lightning_hpu.fabric.strategies.base`, which holds ``mark_step`` and the
+checkpoint IO default): after each backward and optimizer step, and before and after each evaluation step. With
+``pipeline_forward_backward`` a step is also marked between forward and backward, so the device runs the forward
+while the host builds the backward (optimum-habana's ``pipelining_fwd_bwd``; it costs device memory). At setup the
+strategy refuses a compiled model in lazy mode, compiles one that the user compiled with torch's default backend
+with ``hpu_backend`` instead (:mod:`lightning_hpu.integration.compile_default_backend`), and removes the temporary files that
+killed saves left in the checkpoint directories. Mix it in before the Lightning strategy it extends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import lightning.pytorch as pl
+from lightning.fabric.plugins.io.checkpoint_io import CheckpointIO
+from lightning.fabric.utilities.cloud_io import _is_local_file_protocol
+from lightning.pytorch.strategies.strategy import Strategy
+from lightning.pytorch.utilities.types import STEP_OUTPUT
+from torch import Tensor
+from torch.nn import Module
+from torch.optim import Optimizer
+from typing_extensions import override
+
+from lightning_hpu.checkpoint.files import remove_orphaned_temporary_files
+from lightning_hpu.fabric.strategies.base import between_mark_steps, mark_step, with_hpu_checkpoint_io
+
+__all__ = ["HPUStrategyHooks", "mark_step"]
+
+
+class HPUStrategyHooks(Strategy):
+    """Trainer strategy mixin: ``mark_step`` placement and :class:`HPUCheckpointIO` by default."""
+
+    #: Mark a step between forward and backward as well (more overlap, more device memory).
+    pipeline_forward_backward: bool = False
+
+    @property
+    @override
+    def checkpoint_io(self) -> CheckpointIO:
+        self._checkpoint_io = with_hpu_checkpoint_io(self._checkpoint_io)
+        return self._checkpoint_io
+
+    @checkpoint_io.setter
+    def checkpoint_io(self, io: CheckpointIO | None) -> None:
+        self._checkpoint_io = io
+
+    @override
+    def setup(self, trainer: pl.Trainer) -> None:
+        """Before the run: refuse a compiled model in lazy mode, compile it with ``hpu_backend`` where the user left
+        torch's default, and remove the temporary checkpoint files that killed saves left in the checkpoint
+        directories."""
+        from lightning_hpu.integration.compile_default_backend import recompile_for_hpu
+
+        _refuse_compiled_model_in_lazy_mode(trainer)
+        recompile_for_hpu(trainer.lightning_module)
+        for callback in trainer.checkpoint_callbacks:
+            dirpath = getattr(callback, "dirpath", None)
+            if dirpath is not None and _is_local_file_protocol(dirpath):
+                remove_orphaned_temporary_files(dirpath)
+        super().setup(trainer)
+
+    @override
+    def training_step(self, *args: Any, **kwargs: Any) -> STEP_OUTPUT:
+        output = super().training_step(*args, **kwargs)
+        if self.pipeline_forward_backward:
+            mark_step()
+        return output
+
+    @override
+    def backward(self, closure_loss: Tensor, optimizer: Optimizer | None, *args: Any, **kwargs: Any) -> Tensor:
+        loss = super().backward(closure_loss, optimizer, *args, **kwargs)
+        mark_step()
+        return loss
+
+    @override
+    def optimizer_step(
+        self, optimizer: Optimizer, closure: Callable[[], Any], model: Module | None = None, **kwargs: Any
+    ) -> Any:
+        output = super().optimizer_step(optimizer, closure, model, **kwargs)
+        mark_step()
+        return output
+
+    @override
+    def validation_step(self, *args: Any, **kwargs: Any) -> STEP_OUTPUT:
+        return between_mark_steps(super().validation_step, *args, **kwargs)
+
+    @override
+    def test_step(self, *args: Any, **kwargs: Any) -> STEP_OUTPUT:
+        return between_mark_steps(super().test_step, *args, **kwargs)
+
+    @override
+    def predict_step(self, *args: Any, **kwargs: Any) -> Any:
+        return between_mark_steps(super().predict_step, *args, **kwargs)
+
+
+def _refuse_compiled_model_in_lazy_mode(trainer: pl.Trainer) -> None:
+    """``trainer.fit(torch.compile(model))`` in lazy mode stops here, with one sentence, not at the first step."""
+    from lightning_hpu.runtime import require_backend
+    from lightning_hpu.runtime.compile_backend import CompileInLazyModeError, lazy_mode_refusal
+
+    module = trainer.lightning_module
+    if getattr(module, "_compiler_ctx", None) is not None and require_backend().is_lazy():
+        raise CompileInLazyModeError(lazy_mode_refusal())

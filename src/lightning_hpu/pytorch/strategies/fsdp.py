@@ -1,0 +1,158 @@
+"""Fully Sharded Data Parallel on HPUs for the Trainer: Lightning's ``FSDPStrategy`` over HCCL."""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import torch
+from lightning.fabric.strategies.fsdp import _is_sharded_checkpoint
+from lightning.fabric.strategies.registry import _StrategyRegistry
+from lightning.fabric.utilities.load import _METADATA_FILENAME
+from lightning.fabric.utilities.seed import reset_seed
+from lightning.fabric.utilities.types import _PATH
+from lightning.pytorch.core.optimizer import LightningOptimizer
+from lightning.pytorch.plugins.precision import Precision
+from lightning.pytorch.strategies import FSDPStrategy, ParallelStrategy
+from lightning.pytorch.trainer.states import TrainerFn
+from torch.nn import Module
+from torch.optim import Optimizer
+from typing_extensions import override
+
+from lightning_hpu.distributed import fsdp_state, sharding
+from lightning_hpu.distributed.hccl import init_hccl_process_group
+from lightning_hpu.pytorch.plugins.fsdp_precision import HPUFSDPPrecisionPlugin
+from lightning_hpu.pytorch.strategies.base import HPUStrategyHooks
+from lightning_hpu.pytorch.strategies.hccl import HCCLCollectiveOps
+
+
+class HPUFSDPStrategy(HPUStrategyHooks, HCCLCollectiveOps, FSDPStrategy):
+    """FSDP over HCCL on several HPUs and nodes (``strategy="hpu_fsdp"``; ``"fsdp"`` maps here on HPU).
+
+    Every argument of Lightning's ``FSDPStrategy`` keeps its meaning (``auto_wrap_policy``,
+    ``activation_checkpointing_policy``, ``cpu_offload``, ``sharding_strategy``, ``device_mesh``,
+    ``state_dict_type``, ``mixed_precision``, ``limit_all_gathers``, ``use_orig_params``, ...). On HPU:
+
+    * the process group is HCCL's, and FSDP's gradient reduce-scatter is a ``SUM`` with divide factors (never
+      ``AVG``); ``self.log(..., sync_dist=True)`` and ``strategy.reduce`` use the HCCL-safe collectives;
+    * ``precision`` maps onto FSDP's mixed precision (:class:`~lightning_hpu.HPUFSDPPrecisionPlugin`), and clipping
+      by norm works across shards;
+    * eager mode only (``PT_HPU_LAZY_MODE`` unset or ``0``): Intel runs FSDP on Gaudi eagerly;
+    * ``sharding_strategy="HYBRID_SHARD"`` on one node runs as ``FULL_SHARD`` (with a warning), as in torch.
+    """
+
+    strategy_name = "hpu_fsdp"
+
+    @staticmethod
+    def hpu_precision(precision: str) -> HPUFSDPPrecisionPlugin:
+        """The precision plugin the connector gives this strategy for ``Trainer(precision=...)`` on HPU."""
+        return HPUFSDPPrecisionPlugin(precision)
+
+    @property
+    @override
+    def precision_plugin(self) -> HPUFSDPPrecisionPlugin:
+        plugin = self._precision_plugin
+        if plugin is None:
+            plugin = self._precision_plugin = HPUFSDPPrecisionPlugin("32-true")
+        if not isinstance(plugin, HPUFSDPPrecisionPlugin):
+            raise TypeError(f"HPUFSDPStrategy needs an HPUFSDPPrecisionPlugin, got {type(plugin).__name__}.")
+        return plugin
+
+    @precision_plugin.setter
+    def precision_plugin(self, precision_plugin: Precision | None) -> None:
+        if precision_plugin is not None and not isinstance(precision_plugin, HPUFSDPPrecisionPlugin):
+            raise TypeError(
+                f"HPUFSDPStrategy needs an HPUFSDPPrecisionPlugin, got {type(precision_plugin).__name__}; pass"
+                " Trainer(precision=...) or plugins=[HPUFSDPPrecisionPlugin(...)]."
+            )
+        self._precision_plugin = precision_plugin
+
+    @override
+    def _configure_launcher(self) -> None:
+        sharding.check_before_launch(
+            self.strategy_name, self.num_nodes, self.num_processes, sharding_strategy=self.sharding_strategy
+        )
+        super()._configure_launcher()
+
+    @override
+    def setup_environment(self) -> None:
+        ParallelStrategy.setup_environment(self)  # the accelerator; FSDPStrategy's process group assumes CUDA
+        reset_seed()
+        self.set_world_ranks()
+        self._process_group_backend = init_hccl_process_group(self)
+        sharding.set_fsdp_device_mesh(self.kwargs, self.sharding_strategy, self.num_nodes, self.num_processes)
+
+    def _fsdp_kwargs(self) -> dict[str, Any]:
+        return {
+            "cpu_offload": self.cpu_offload,
+            "mixed_precision": self.mixed_precision_config,
+            "sharding_strategy": self.sharding_strategy,
+            **self.kwargs,
+        }
+
+    @override
+    def _setup_model(self, model: Module) -> Module:
+        model = sharding.wrap_fsdp(
+            model, activation_checkpointing_kwargs=self._activation_checkpointing_kwargs, **self._fsdp_kwargs()
+        )
+        self.precision_plugin.sharded_module = model
+        return model
+
+    @contextmanager
+    @override
+    def model_sharded_context(self) -> Generator[None, None, None]:
+        with sharding.fsdp_wrap_context(**self._fsdp_kwargs()):
+            yield
+
+    @override
+    def lightning_module_state_dict(self) -> dict[str, Any]:
+        assert self.model is not None
+        if self._state_dict_type == "sharded":
+            return fsdp_state.sharded_model_state(self.model)
+        with fsdp_state.full_state_dict_context(self.model):
+            return self.model.state_dict()
+
+    @override
+    def optimizer_state(self, optimizer: Optimizer) -> dict[str, Any]:
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        from torch.distributed.fsdp import OptimStateKeyType
+
+        if isinstance(optimizer, LightningOptimizer):
+            optimizer = optimizer._optimizer
+        assert self.model is not None
+        if self._state_dict_type == "sharded":
+            return fsdp_state.sharded_optimizer_state(self.model, optimizer)
+        with fsdp_state.full_state_dict_context(self.model):
+            state = FSDP.optim_state_dict(self.model, optimizer)
+            if self.global_rank == 0:  # the plain optimizer's layout, keyed by parameter index
+                state = FSDP.rekey_optim_state_dict(state, OptimStateKeyType.PARAM_ID, self.model)
+            return state
+
+    @override
+    def load_checkpoint(self, checkpoint_path: _PATH, weights_only: bool | None = None) -> dict[str, Any]:
+        path = Path(self.broadcast(checkpoint_path))
+        if not _is_sharded_checkpoint(path):
+            return super().load_checkpoint(path, weights_only=weights_only)
+        assert self.model is not None
+        assert self.lightning_module is not None
+        fitting = self.lightning_module.trainer.state.fn == TrainerFn.FITTING
+        fsdp_state.load_sharded(
+            path,
+            self.model,
+            self.optimizers if fitting else [],
+            model_key="model",
+            strict=self.lightning_module.strict_loading,
+        )
+        metadata: dict[str, Any] = torch.load(path / _METADATA_FILENAME, weights_only=weights_only)
+        return metadata
+
+    @override
+    def load_model_state_dict(self, checkpoint: Mapping[str, Any], strict: bool = True) -> None:
+        pass  # loaded in ``load_checkpoint``
+
+    @classmethod
+    @override
+    def register_strategies(cls, strategy_registry: _StrategyRegistry) -> None:
+        sharding.register_fsdp_names(cls, strategy_registry)

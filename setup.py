@@ -1,9 +1,15 @@
-"""The one build step pyproject.toml cannot declare: the start-up file of the stand-in's Gaudi emulation.
+"""The one build step pyproject.toml cannot declare: the package's start-up files, run at every Python start.
 
-``lightning_hpu_emulation.pth`` goes into site-packages, both with ``pip install .`` and ``pip install -e .``. Its one
-line calls ``gaudi_standin.startup.install_if_requested()`` at every Python start, which does nothing unless
-``LIGHTNING_HPU_BACKEND=cpu`` (see that module), so that a script importing ``habana_frameworks`` first, and the
-processes Lightning starts for DDP, find the emulation.
+Both go into site-packages, with ``pip install .`` and ``pip install -e .``, and each decides from the environment
+before it imports anything, so that a Python process that uses neither pays next to nothing
+(``benchmarks/startup_cost.py``):
+
+* ``lightning_hpu.pth`` puts ``lightning_hpu_autoload``'s watcher on ``sys.meta_path`` (unless
+  ``LIGHTNING_HPU_AUTOLOAD=0``), so that Lightning learns ``accelerator="hpu"`` as soon as it is imported, in every
+  process, without ``import lightning_hpu``;
+* ``lightning_hpu_emulation.pth`` installs the CPU stand-in's Gaudi emulation only when ``LIGHTNING_HPU_BACKEND=cpu``
+  chose it (``gaudi_standin.startup.install_if_requested``), so that a script importing ``habana_frameworks`` first,
+  and the processes Lightning starts for DDP, find it.
 """
 
 from __future__ import annotations
@@ -13,14 +19,23 @@ import os
 from setuptools import Command, setup
 from setuptools.command.build import build
 
-PTH_NAME = "lightning_hpu_emulation.pth"
-PTH_LINE = "import gaudi_standin.startup; gaudi_standin.startup.install_if_requested()\n"
+#: Each start-up file with its one line (a ``.pth`` line that starts with ``import`` is run by ``site``).
+PTH_FILES = {
+    "lightning_hpu.pth": (
+        "import os; os.environ.get('LIGHTNING_HPU_AUTOLOAD', '1').strip().lower() in ('0', 'false', 'no', 'off')"
+        " or __import__('lightning_hpu_autoload').install()\n"
+    ),
+    "lightning_hpu_emulation.pth": (
+        "import os; os.environ.get('LIGHTNING_HPU_BACKEND', '').strip().lower() == 'cpu'"
+        " and __import__('gaudi_standin.startup').startup.install_if_requested()\n"
+    ),
+}
 
 
-class build_emulation_pth(Command):
-    """Writes the ``.pth`` file where the wheel being built takes its site-packages files from."""
+class build_startup_files(Command):
+    """Writes the ``.pth`` files where the wheel being built takes its site-packages files from."""
 
-    description = "write the start-up file of the Gaudi emulation"
+    description = "write the start-up files of lightning-hpu"
     user_options: list[tuple[str, str | None, str]] = []
 
     def initialize_options(self) -> None:
@@ -40,17 +55,17 @@ class build_emulation_pth(Command):
         return self.build_lib
 
     def run(self) -> None:
-        target = os.path.join(self._target_dir(), PTH_NAME)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        with open(target, "w") as pth:
-            pth.write(PTH_LINE)
+        os.makedirs(self._target_dir(), exist_ok=True)
+        for name, line in PTH_FILES.items():
+            with open(os.path.join(self._target_dir(), name), "w") as pth:
+                pth.write(line)
 
     def get_outputs(self) -> list[str]:
-        return [] if self.editable_mode else [os.path.join(self._target_dir(), PTH_NAME)]
+        return [] if self.editable_mode else [os.path.join(self._target_dir(), name) for name in PTH_FILES]
 
 
-class build_with_emulation_pth(build):
-    sub_commands = [*build.sub_commands, ("build_emulation_pth", None)]
+class build_with_startup_files(build):
+    sub_commands = [*build.sub_commands, ("build_startup_files", None)]
 
 
-setup(cmdclass={"build": build_with_emulation_pth, "build_emulation_pth": build_emulation_pth})
+setup(cmdclass={"build": build_with_startup_files, "build_startup_files": build_startup_files})

@@ -292,7 +292,17 @@ def test_startup_line_names_hpu(standin: Any, tmp_path: Any, hpu_lines: list[str
     ]
 
 
-def test_startup_line_without_hpu(no_hpu: None, tmp_path: Any, hpu_lines: list[str]) -> None:
+def test_no_startup_line_where_no_hpu_is_expected(no_hpu: None, tmp_path: Any, hpu_lines: list[str]) -> None:
+    """A CPU or CUDA machine where lightning-hpu is merely installed sees Lightning's own lines only."""
+    Trainer(accelerator="cpu", **quiet_trainer_kwargs(tmp_path))
+    assert hpu_lines == []
+
+
+def test_startup_line_on_a_gaudi_without_visible_hpus(
+    no_hpu: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Any, hpu_lines: list[str]
+) -> None:
+    monkeypatch.setattr("lightning_hpu.runtime.bridge_installed", lambda: True)
+    monkeypatch.setattr("lightning_hpu.integration.device_info_line.get_backend", lambda: None)
     Trainer(accelerator="cpu", **quiet_trainer_kwargs(tmp_path))
     assert hpu_lines == ["HPU available: False, using: 0 HPUs"]
 

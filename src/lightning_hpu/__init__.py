@@ -1,9 +1,11 @@
 """lightning-hpu: PyTorch Lightning on Intel Gaudi accelerators (HPUs).
 
-Importing the package registers ``accelerator="hpu"`` and the HPU strategies with Lightning's Trainer and Fabric;
-it opens no device and starts no process. Without a Gaudi, set ``LIGHTNING_HPU_BACKEND=cpu`` to run everything on
-the CPU stand-in. Outside the tested torch, Lightning and Python versions (README "Supported versions"), it warns
-once.
+Installed, the package registers ``accelerator="hpu"``, the HPU strategies, precision and profiler names with
+Lightning's Trainer and Fabric as soon as Lightning is imported (:mod:`lightning_hpu_autoload`; off with
+``LIGHTNING_HPU_AUTOLOAD=0``), and importing it does the same; it opens no device and starts no process. The classes
+for the standalone ``pytorch_lightning`` and ``lightning_fabric`` are in :mod:`lightning_hpu.standalone`. Without a
+Gaudi, set ``LIGHTNING_HPU_BACKEND=cpu`` to run everything on the CPU stand-in. Where HPUs are expected and the torch,
+Lightning or Python version is outside the tested ones (README "Supported versions"), it warns once.
 """
 
 from typing import Any
@@ -45,7 +47,13 @@ from lightning_hpu.pytorch.strategies import (
     SingleHPUStrategy,
     mark_step,
 )
-from lightning_hpu.runtime import HPUConfigurationError, HPUFeatureUnavailableError, HPUNotAvailableError, get_backend
+from lightning_hpu.runtime import (
+    HPUConfigurationError,
+    HPUFeatureUnavailableError,
+    HPUNotAvailableError,
+    get_backend,
+    hpu_expected,
+)
 from lightning_hpu.runtime.recipe_cache import RecipeCache, apply_recipe_cache_from_env
 from lightning_hpu.support.user_errors import run_script
 from lightning_hpu.support.versions import UntestedVersionWarning, warn_if_untested
@@ -122,7 +130,8 @@ __all__ = [
     "wrap_in_hpu_graph",
 ]
 
-warn_if_untested()
+if hpu_expected():  # where lightning-hpu is merely installed (a CPU or CUDA machine), it stays silent
+    warn_if_untested()
 install_habana_paths()
 apply_recipe_cache_from_env()
 register_all()

@@ -12,11 +12,11 @@ from lightning.pytorch.trainer import setup as trainer_setup
 from lightning.pytorch.utilities.rank_zero import rank_zero_info
 
 from lightning_hpu.integration.wrapping import MARKER, integration_error
-from lightning_hpu.runtime import bridge_emulated, get_backend
+from lightning_hpu.runtime import bridge_emulated, get_backend, hpu_expected
 
 
 def install() -> None:
-    """Make the Trainer's ``_log_device_info`` also log :func:`hpu_device_line` (once)."""
+    """Make the Trainer's ``_log_device_info`` also log :func:`hpu_device_line` (once), where HPUs are expected."""
     original = getattr(trainer_setup, "_log_device_info", None)
     if not callable(original):
         raise integration_error("lightning.pytorch.trainer.setup lacks _log_device_info")
@@ -25,7 +25,8 @@ def install() -> None:
 
     def log_device_info(trainer: Any) -> None:
         original(trainer)
-        rank_zero_info(hpu_device_line(trainer))
+        if hpu_expected():  # a CPU or CUDA machine sees Lightning's lines only, as without lightning-hpu
+            rank_zero_info(hpu_device_line(trainer))
 
     setattr(log_device_info, MARKER, original)
     trainer_setup._log_device_info = log_device_info

@@ -72,6 +72,13 @@ def bridge_installed() -> bool:
     return _bridge_spec() is not None and not bridge_emulated()
 
 
+def hpu_expected() -> bool:
+    """Whether this machine is meant to run HPUs: a Gaudi bridge is installed, or ``LIGHTNING_HPU_BACKEND=cpu`` chose
+    the stand-in. Elsewhere (a CPU or CUDA machine where lightning-hpu is merely installed) the package stays silent:
+    no start-up line, no version warning. Nothing is imported to decide."""
+    return settings.requested_backend() == "cpu" or bridge_installed()
+
+
 def _create_backend() -> HPUBackend | None:
     requested = settings.requested_backend()
     if _bridge_spec() is None:

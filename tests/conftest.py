@@ -15,6 +15,7 @@ os.environ.setdefault("LIGHTNING_HPU_BACKEND", "cpu")
 # lightning_hpu (and with it torch and Lightning, ~7 s) is imported where a fixture or hook first needs it: in the
 # workers of `pytest -n`, not in the controller, which starts them only once this file is loaded.
 from gaudi_standin.device_cache import EXTENSIONS_DIR_ENV
+from tests.namespaces import NAMESPACES
 from tests.preloaded_python import PreloadedPython
 from tests.two_device_run import TwoDeviceRun, launch
 
@@ -198,10 +199,14 @@ def python_executable(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
     preloaded.stop()
 
 
-@pytest.fixture(scope="session")
-def two_device_run(tmp_path_factory: pytest.TempPathFactory, python_executable: str) -> TwoDeviceRun:
-    """The two-rank scenarios of several test files, run in one launch for the session (``two_device_run.py``)."""
-    return launch(tmp_path_factory.mktemp("two_device_run"), python_executable)
+@pytest.fixture(scope="session", params=NAMESPACES)
+def two_device_run(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, python_executable: str
+) -> TwoDeviceRun:
+    """The two-rank scenarios of several test files, run in one launch for the session (``two_device_run.py``), once
+    against ``lightning`` and once against the standalone ``pytorch_lightning``/``lightning_fabric``
+    (``namespaces.py``): every test that reads their reports checks both."""
+    return launch(tmp_path_factory.mktemp(f"two_device_run_{request.param}"), python_executable, request.param)
 
 
 @pytest.fixture

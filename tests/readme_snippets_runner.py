@@ -29,7 +29,6 @@ def _fresh_environment(variables: dict[str, str]) -> None:
         del os.environ[name]
     os.environ.update(variables)
     if "lightning_hpu" in sys.modules:
-        from lightning_hpu.device import selection
         from tests.standin import reset_backend
 
         reset_backend()

@@ -34,7 +34,10 @@ def test_fabric_fast_ddp_and_deepspeed_on_two_devices(two_device_run: TwoDeviceR
             assert fast["max_diff_to_reference"] < 1e-5, name
             assert fast["gradient_reduces"] == STEPS, "one gradient all-reduce per optimizer step"
             assert fast["reduces_inside_no_sync"] == 0
-        assert report["deepspeed_strategy"] == ["lightning_hpu.fabric.strategies.deepspeed", "HPUDeepSpeedStrategy"]
+        assert report["deepspeed_strategy"] == [
+            two_device_run.package("lightning_hpu.fabric.strategies.deepspeed"),
+            "HPUDeepSpeedStrategy",
+        ]
         deepspeed = report["deepspeed"]
         assert deepspeed["engine"] == "DeepSpeedEngine"
         assert deepspeed["max_diff_between_ranks"] == 0.0

@@ -9,8 +9,7 @@ from lightning.pytorch import LightningModule, Trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_hpu import HPUAccelerator
-from lightning_hpu import HPUGraphs
+from lightning_hpu import HPUAccelerator, HPUGraphs
 from lightning_hpu.hpu_graphs import HPUGraphsUnavailableError
 from tests.standin import counters as standin_counters
 

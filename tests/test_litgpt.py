@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,9 @@ SHORT = ["--train.lr_warmup_steps", "1", "--train.save_interval", "1000", "--eva
 SHORT += ["--eval.max_iters", "1", "--logger_name", "csv"]
 
 
-def _litgpt(python: str, tmp_path: Path, *args: str, devices: int = 1) -> str:
+def _litgpt(python: str, tmp_path: Path, *args: str, devices: int = 1, command: list[str] | None = None) -> str:
+    """Runs LitGPT ``args`` through :data:`RUN` (which reports the HPU memory used), or through ``command`` (LitGPT's
+    own console script or ``python -m litgpt``, which never import lightning_hpu)."""
     env = {
         **os.environ,
         "LIGHTNING_HPU_BACKEND": "cpu",
@@ -56,16 +59,18 @@ def _litgpt(python: str, tmp_path: Path, *args: str, devices: int = 1) -> str:
     }
     env.pop("PT_HPU_LAZY_MODE", None)
     result = subprocess.run(
-        [python, str(RUN), *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+        [*(command or [python, str(RUN)]), *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
     )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-4000:]
+    if command is not None:
+        return output
     used = [int(n) for n in re.findall(r"^HPU memory used: (\d+) bytes$", result.stdout, flags=re.MULTILINE)]
     assert used and min(used) > 0, f"the command did not run on the HPU: {output[-2000:]}"
     return output
 
 
-def _pretrain(python: str, tmp_path: Path, devices: int) -> tuple[Path, str]:
+def _pretrain(python: str, tmp_path: Path, devices: int, command: list[str] | None = None) -> tuple[Path, str]:
     (tmp_path / "model.yaml").write_text(MODEL_CONFIG)
     tokenizer = write_tokenizer(tmp_path / "tokenizer")
     out = tmp_path / f"pretrain-{devices}"
@@ -84,6 +89,7 @@ def _pretrain(python: str, tmp_path: Path, devices: int) -> tuple[Path, str]:
         "--train.max_tokens", str(64 * devices),
         *SHORT,
         devices=devices,
+        command=command,
     )  # fmt: skip
     assert (out / "final" / "lit_model.pth").is_file()
     assert "Fabric compiles with backend='hpu_backend' instead." in output  # LitGPT's torch.compile, on HPU
@@ -142,3 +148,28 @@ def test_pretrain_on_two_hpus_runs_litgpts_fsdp_strategy_as_its_hpu_twin(
         " with the same arguments." in output
     )
     assert "[rank: 1] Seed set to 42" in output  # the second rank ran
+
+
+def test_python_m_litgpt_finds_the_hpu_without_importing_lightning_hpu(tmp_path: Path) -> None:
+    """``python -m litgpt pretrain``: LitGPT's Fabric picks ``accelerator="auto"``, which is the HPU once lightning-hpu
+    is installed (it registers when Lightning is imported); its ``torch.compile`` runs with ``hpu_backend``."""
+    final, _ = _pretrain(sys.executable, tmp_path, devices=1, command=[sys.executable, "-m", "litgpt"])
+    # _pretrain checked that Fabric compiled with hpu_backend, which it does only on an HPU accelerator
+    assert (final / "lit_model.pth").is_file()
+
+
+@pytest.mark.skipif(
+    torch.__version__ < "2.10",
+    reason="open: on torch 2.9.1 LitGPT's hpu_backend-compiled FSDP forward crashes on two ranks (see above)",
+)
+def test_litgpts_console_script_trains_on_two_hpus_without_importing_lightning_hpu(tmp_path: Path) -> None:
+    """``litgpt pretrain ... --devices 2``, LitGPT's own console script: both ranks train on the HPUs, LitGPT's
+    ``FSDPStrategy`` running as its HPU twin."""
+    console_script = Path(sys.executable).with_name("litgpt")
+    assert console_script.is_file(), f"LitGPT's console script is not beside {sys.executable}"
+    _, output = _pretrain(sys.executable, tmp_path, devices=2, command=[str(console_script)])
+    assert (
+        "`Fabric(strategy=FSDPStrategy(...))` runs on HPU as lightning_hpu.fabric.strategies.HPUFSDPStrategy,"
+        " with the same arguments." in output
+    )
+    assert "[rank: 1] Seed set to 42" in output

@@ -17,9 +17,8 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from lightning_hpu import HPUCompile, HPUProfiler, HPUThroughputMonitor
+from lightning_hpu import FiniteMean, HPUCompile, HPULossLogger, HPUProfiler, HPUThroughputMonitor
 from lightning_hpu.fabric.strategies import SingleHPUStrategy as FabricSingleHPUStrategy
-from lightning_hpu import FiniteMean, HPULossLogger
 from lightning_hpu.runtime import HPUConfigurationError
 from tests.helpers import MetricsSpy, RegressionModel, quiet_trainer_kwargs, regression_data
 from tests.standin import counters as standin_counters

@@ -33,7 +33,13 @@ from ray.train.lightning import (
     prepare_trainer,
 )
 
-from lightning_hpu.pytorch.ray import HPURayDDPStrategy, HPURayDeepSpeedStrategy, HPURayFSDPStrategy, hpu_twin_of, worker
+from lightning_hpu.pytorch.ray import (
+    HPURayDDPStrategy,
+    HPURayDeepSpeedStrategy,
+    HPURayFSDPStrategy,
+    hpu_twin_of,
+    worker,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -23,14 +23,14 @@ from lightning.pytorch.strategies import DDPStrategy, ParallelStrategy, Strategy
 from lightning.pytorch.utilities.exceptions import MisconfigurationException
 
 from lightning_hpu import HPUDeepSpeedStrategy, HPUParallelStrategy, HPUPrecisionPlugin, HPUProfiler
-from lightning_hpu.integration import strategy_names
 from lightning_hpu.distributed.hccl import GAUDI_DDP_DEFAULTS
 from lightning_hpu.fabric.plugins.precision import HPUPrecision
 from lightning_hpu.fabric.strategies import HPUParallelStrategy as FabricHPUParallelStrategy
 from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks
 from lightning_hpu.fabric.strategies.deepspeed import HPUDeepSpeedStrategy as FabricHPUDeepSpeedStrategy
-from lightning_hpu.runtime import HPUConfigurationError, settings
+from lightning_hpu.integration import strategy_names
 from lightning_hpu.pytorch.strategies.base import HPUStrategyHooks
+from lightning_hpu.runtime import HPUConfigurationError, settings
 from tests.standin import reset_backend
 from tests.test_fp8 import make_fake_engine
 

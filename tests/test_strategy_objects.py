@@ -18,9 +18,9 @@ from torch import nn
 
 import lightning_hpu
 from lightning_hpu import HPUConfigurationError
-from lightning_hpu.integration import strategy_objects
 from lightning_hpu.distributed.hccl import GAUDI_DDP_DEFAULTS
 from lightning_hpu.fabric import strategies as fabric_hpu
+from lightning_hpu.integration import strategy_objects
 from lightning_hpu.runtime import settings
 from tests.helpers import rank_zero_lines
 from tests.standin import reset_backend

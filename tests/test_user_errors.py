@@ -142,7 +142,6 @@ def test_lightnings_own_torch_deprecations_are_hidden_and_nothing_else(monkeypat
 
 
 def test_hidden_warnings_do_not_override_the_users_filters() -> None:
-    from lightning_hpu.integration import quiet_warnings
 
     with warnings.catch_warnings():
         warnings.resetwarnings()

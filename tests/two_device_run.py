@@ -37,6 +37,15 @@ class TwoDeviceRun:
     out: Path
     returncode: int
     output: str
+    namespace: str = "lightning"
+
+    def package(self, module: str) -> str:
+        """lightning-hpu's module ``module`` (``lightning_hpu.x``) as this run's namespace names it."""
+        return (
+            module.replace("lightning_hpu.", "lightning_hpu.standalone.", 1)
+            if self.namespace != "lightning"
+            else module
+        )
 
     def reports(self, scenario: str) -> list[dict[str, Any]]:
         """Rank 0's and rank 1's report of ``scenario``; a failed launch fails the asking test with its output."""
@@ -50,8 +59,9 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def launch(out: Path, python: str = sys.executable) -> TwoDeviceRun:
-    """Runs every scenario on 2 stand-in HPUs (eager mode, no launcher variables inherited, a port of its own)."""
+def launch(out: Path, python: str = sys.executable, namespace: str = "lightning") -> TwoDeviceRun:
+    """Runs every scenario on 2 stand-in HPUs (eager mode, no launcher variables inherited, a port of its own),
+    against ``lightning`` or the standalone packages (``namespace``, ``namespaces.py``)."""
     env = {key: value for key, value in os.environ.items() if key not in _LAUNCH_VARIABLES}
     for name in ("PT_HPU_LAZY_MODE", "DS_ACCELERATOR"):
         env.pop(name, None)
@@ -60,6 +70,7 @@ def launch(out: Path, python: str = sys.executable) -> TwoDeviceRun:
         LIGHTNING_HPU_BACKEND="cpu",
         LIGHTNING_HPU_CPU_DEVICES="2",
         MASTER_PORT=str(_free_port()),
+        LIGHTNING_HPU_TEST_NAMESPACE=namespace,
     )
     done = subprocess.run(
         [python, str(SCRIPT), str(out), *SCENARIOS],
@@ -69,4 +80,4 @@ def launch(out: Path, python: str = sys.executable) -> TwoDeviceRun:
         text=True,
         timeout=540,
     )
-    return TwoDeviceRun(out, done.returncode, done.stdout)
+    return TwoDeviceRun(out, done.returncode, done.stdout, namespace)

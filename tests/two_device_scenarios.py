@@ -3,15 +3,17 @@
 ``python two_device_scenarios.py OUT_DIR NAME [NAME ...]`` (with ``LIGHTNING_HPU_CPU_DEVICES=2``) runs the ``main``
 of each named scenario module in turn, writing under ``OUT_DIR/NAME``. The first Trainer or Fabric starts rank 1,
 which re-runs this same command line, so both ranks run the same scenarios in the same order; the later ones reuse
-the process group. A scenario that compiles resets TorchDynamo and counts from its own start; the first error stops the
+the process group. With ``LIGHTNING_HPU_TEST_NAMESPACE=standalone`` they run against ``pytorch_lightning`` and
+``lightning_fabric`` (``namespaces.py``). A scenario that compiles resets TorchDynamo and counts from its own start; the first error stops the
 launch.
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
 from pathlib import Path
+
+from namespaces import import_scenario
 
 #: The scenario modules (in this directory) by the name given on the command line.
 SCENARIOS = {
@@ -32,7 +34,7 @@ def main() -> None:
         raise SystemExit(f"unknown scenarios {unknown}: choose from {sorted(SCENARIOS)}")
     for name in names:
         (out / name).mkdir(parents=True, exist_ok=True)
-        importlib.import_module(SCENARIOS[name]).main(out / name)
+        import_scenario(SCENARIOS[name]).main(out / name)
 
 
 if __name__ == "__main__":

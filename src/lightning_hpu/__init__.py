@@ -18,7 +18,6 @@ from lightning_hpu.distributed.ulysses import ContextParallelAttention
 from lightning_hpu.fabric.plugins.precision import HPUPrecision
 from lightning_hpu.fp8 import fp8_finish_measurement, fp8_measure, fp8_quantize
 from lightning_hpu.hpu_graphs import HPUGraph, ModuleCacher, make_graphed_callables, wrap_in_hpu_graph
-from lightning_hpu.support.lightning_habana_paths import install as install_habana_paths
 from lightning_hpu.integration.registration import register_all
 from lightning_hpu.optimum import FiniteMean, GaudiConfig
 from lightning_hpu.pytorch.accelerator import HPUAccelerator
@@ -55,6 +54,7 @@ from lightning_hpu.runtime import (
     hpu_expected,
 )
 from lightning_hpu.runtime.recipe_cache import RecipeCache, apply_recipe_cache_from_env
+from lightning_hpu.support.lightning_habana_paths import install as install_habana_paths
 from lightning_hpu.support.user_errors import run_script
 from lightning_hpu.support.versions import UntestedVersionWarning, warn_if_untested
 

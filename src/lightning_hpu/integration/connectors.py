@@ -36,6 +36,7 @@ from lightning_hpu.integration.connector_rules import (
     strategy_registry,
     strategy_registry_names,
 )
+from lightning_hpu.integration.namespaces import refuse_other_namespaces
 from lightning_hpu.integration.wrapping import check_methods, wrap
 from lightning_hpu.pytorch.strategies.base import HPUStrategyHooks
 from lightning_hpu.runtime import hpu_available, require_backend
@@ -86,9 +87,11 @@ def check_connector(connector_cls: type) -> None:
 
 
 def check_config(side: ConnectorSide, original: _Wrapped) -> _Wrapped:
-    """Misspelt names are refused naming the HPU one meant; HPU-only precision names pass Lightning's check."""
+    """Objects of the other Lightning and misspelt names are refused naming the argument; HPU-only precision names
+    pass Lightning's check."""
 
     def wrapper(self: Any, *, strategy: Any, accelerator: Any, precision: Any, **kwargs: Any) -> None:
+        refuse_other_namespaces(side.owner, strategy=strategy, accelerator=accelerator, plugins=kwargs.get("plugins"))
         refuse_misspelt_names(strategy, accelerator, side.owner, side.fabric)
         hpu_precision = hpu_precision_name(precision, accelerator, side.owner)
         # Lightning's check knows only its own names: give it a placeholder that keeps its other checks (a

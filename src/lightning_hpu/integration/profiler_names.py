@@ -16,7 +16,7 @@ from lightning_hpu.runtime import HPUConfigurationError
 from lightning_hpu.support.suggestions import closest_name
 
 #: Profiler names of ``Trainer(profiler=...)`` added to Lightning's, and the class each builds (lazily imported).
-HPU_PROFILERS: dict[str, str] = {"hpu": "lightning_hpu.profiler:HPUProfiler"}
+HPU_PROFILERS: dict[str, str] = {"hpu": "lightning_hpu.pytorch.profilers:HPUProfiler"}
 
 #: Lightning 2.6's own profiler names (``Trainer(profiler=...)``), against which misspelt HPU names are told apart.
 LIGHTNING_PROFILERS = ("simple", "advanced", "pytorch", "xla")

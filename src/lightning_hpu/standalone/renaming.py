@@ -69,7 +69,9 @@ def twinned_modules() -> frozenset[str]:
     """The modules of lightning-hpu that reach Lightning through their imports, and the packages that hold them (the
     top-level package excluded)."""
     modules = {
-        _module_name(path): path for path in ROOT.rglob("*.py") if "__pycache__" not in path.parts and path.parent != ROOT.parent
+        _module_name(path): path
+        for path in ROOT.rglob("*.py")
+        if "__pycache__" not in path.parts and path.parent != ROOT.parent
     }
     modules.pop(SOURCE, None)
     modules = {name: path for name, path in modules.items() if not _under(name, (TWIN,))}
@@ -136,7 +138,9 @@ class TwinFinder(importlib.abc.MetaPathFinder):
     """Serves ``lightning_hpu.standalone.<name>``: the renamed source of a twinned module ``lightning_hpu.<name>``,
     the module itself where it is shared."""
 
-    def find_spec(self, fullname: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: object = None, target: object = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if not fullname.startswith(TWIN + "."):
             return None
         source_name = SOURCE + fullname[len(TWIN) :]
@@ -146,7 +150,9 @@ class TwinFinder(importlib.abc.MetaPathFinder):
         if source_name not in twinned_modules():
             return importlib.machinery.ModuleSpec(fullname, SharedLoader(source_name))
         is_package = source_file.name == "__init__.py"
-        spec = importlib.machinery.ModuleSpec(fullname, TwinLoader(source_file), origin=str(source_file), is_package=is_package)
+        spec = importlib.machinery.ModuleSpec(
+            fullname, TwinLoader(source_file), origin=str(source_file), is_package=is_package
+        )
         if is_package:
             spec.submodule_search_locations = []  # submodules come from this finder, never from a folder
         spec.has_location = True

@@ -12,7 +12,6 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from lightning.fabric.plugins import Precision
 from lightning.fabric.strategies import FSDPStrategy, ParallelStrategy
 from lightning.fabric.strategies.fsdp import _is_sharded_checkpoint
 from lightning.fabric.strategies.registry import _StrategyRegistry
@@ -23,7 +22,7 @@ from typing_extensions import override
 
 from lightning_hpu.distributed import fsdp_state, sharding
 from lightning_hpu.fabric.plugins.fsdp_precision import HPUFSDPPrecision
-from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks
+from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks, PrecisionOfType
 from lightning_hpu.fabric.strategies.hccl import FabricHCCLCollectiveOps, HCCLProcessGroup
 
 
@@ -37,24 +36,8 @@ class HPUFSDPStrategy(FabricHPUStrategyHooks, FabricHCCLCollectiveOps, HCCLProce
         """The precision plugin the connector gives this strategy for ``Fabric(precision=...)`` on HPU."""
         return HPUFSDPPrecision(precision)
 
-    @property
-    @override
-    def precision(self) -> HPUFSDPPrecision:
-        plugin = self._precision
-        if plugin is None:
-            plugin = self._precision = HPUFSDPPrecision("32-true")
-        if not isinstance(plugin, HPUFSDPPrecision):
-            raise TypeError(f"HPUFSDPStrategy needs an HPUFSDPPrecision, got {type(plugin).__name__}.")
-        return plugin
-
-    @precision.setter
-    def precision(self, precision: Precision | None) -> None:
-        if precision is not None and not isinstance(precision, HPUFSDPPrecision):
-            raise TypeError(
-                f"HPUFSDPStrategy needs an HPUFSDPPrecision, got {type(precision).__name__}; pass"
-                " Fabric(precision=...) or plugins=[HPUFSDPPrecision(...)]."
-            )
-        self._precision = precision
+    #: Only an :class:`HPUFSDPPrecision` (``"32-true"`` until one is set): FSDP's mixed precision is the plugin's.
+    precision = PrecisionOfType(HPUFSDPPrecision, "Fabric")  # type: ignore[override]  # its setter takes any plugin
 
     @override
     def _configure_launcher(self) -> None:

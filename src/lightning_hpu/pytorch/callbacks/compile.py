@@ -141,8 +141,8 @@ class HPUCompile(Callback):
         self._backward.close()
 
     def _check_trainer(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        from lightning_hpu.pytorch.callbacks.hpu_graphs import HPUGraphs
         from lightning_hpu.pytorch.accelerator import HPUAccelerator
+        from lightning_hpu.pytorch.callbacks.hpu_graphs import HPUGraphs
 
         if not isinstance(trainer.accelerator, HPUAccelerator):
             raise HPUCompileError(

@@ -14,7 +14,6 @@ from lightning.fabric.utilities.load import _METADATA_FILENAME
 from lightning.fabric.utilities.seed import reset_seed
 from lightning.fabric.utilities.types import _PATH
 from lightning.pytorch.core.optimizer import LightningOptimizer
-from lightning.pytorch.plugins.precision import Precision
 from lightning.pytorch.strategies import FSDPStrategy, ParallelStrategy
 from lightning.pytorch.trainer.states import TrainerFn
 from torch.nn import Module
@@ -23,6 +22,7 @@ from typing_extensions import override
 
 from lightning_hpu.distributed import fsdp_state, sharding
 from lightning_hpu.distributed.hccl import init_hccl_process_group
+from lightning_hpu.fabric.strategies.base import PrecisionOfType
 from lightning_hpu.pytorch.plugins.fsdp_precision import HPUFSDPPrecisionPlugin
 from lightning_hpu.pytorch.strategies.base import HPUStrategyHooks
 from lightning_hpu.pytorch.strategies.hccl import HCCLCollectiveOps
@@ -50,24 +50,8 @@ class HPUFSDPStrategy(HPUStrategyHooks, HCCLCollectiveOps, FSDPStrategy):
         """The precision plugin the connector gives this strategy for ``Trainer(precision=...)`` on HPU."""
         return HPUFSDPPrecisionPlugin(precision)
 
-    @property
-    @override
-    def precision_plugin(self) -> HPUFSDPPrecisionPlugin:
-        plugin = self._precision_plugin
-        if plugin is None:
-            plugin = self._precision_plugin = HPUFSDPPrecisionPlugin("32-true")
-        if not isinstance(plugin, HPUFSDPPrecisionPlugin):
-            raise TypeError(f"HPUFSDPStrategy needs an HPUFSDPPrecisionPlugin, got {type(plugin).__name__}.")
-        return plugin
-
-    @precision_plugin.setter
-    def precision_plugin(self, precision_plugin: Precision | None) -> None:
-        if precision_plugin is not None and not isinstance(precision_plugin, HPUFSDPPrecisionPlugin):
-            raise TypeError(
-                f"HPUFSDPStrategy needs an HPUFSDPPrecisionPlugin, got {type(precision_plugin).__name__}; pass"
-                " Trainer(precision=...) or plugins=[HPUFSDPPrecisionPlugin(...)]."
-            )
-        self._precision_plugin = precision_plugin
+    #: Only an :class:`HPUFSDPPrecisionPlugin` (``"32-true"`` until one is set): FSDP's mixed precision is the plugin's.
+    precision_plugin = PrecisionOfType(HPUFSDPPrecisionPlugin, "Trainer")  # type: ignore[override]  # its setter takes any plugin
 
     @override
     def _configure_launcher(self) -> None:

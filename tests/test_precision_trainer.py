@@ -184,6 +184,6 @@ def test_unsupported_precision_names_the_choices(standin: Any) -> None:
 
 def test_a_misspelt_precision_given_to_the_plugin_says_what_was_meant(standin: Any) -> None:
     with pytest.raises(
-        ValueError, match=r"^`precision='bf16_mixed'` is not supported on HPU \(did you mean 'bf16-mixed'\?\)"
+        ValueError, match=r"^`precision='bf16_mixed'` is not supported on HPU: did you mean 'bf16-mixed'\?$"
     ):
         HPUPrecisionPlugin("bf16_mixed")  # type: ignore[arg-type]

@@ -19,7 +19,10 @@ import torch.distributed as dist
 from lightning.fabric.utilities.apply_func import apply_to_collection
 from torch import Tensor
 from torch.nn import Module
+from typing_extensions import override
 
+from lightning_hpu.distributed.sharding import check_before_launch
+from lightning_hpu.distributed.strategy_methods import StrategyMethods
 from lightning_hpu.distributed.ulysses import ContextParallelAttention, check_heads
 from lightning_hpu.runtime import HPUConfigurationError
 
@@ -173,16 +176,29 @@ def all_reduce_gradients(module: Module, device_mesh: Any) -> None:
         local.div_(replicas)
 
 
-class ContextParallelMixin:
-    """What both ``HPUModelParallelStrategy`` classes (Trainer and Fabric) add for ``context_parallel_size``."""
+class ContextParallelMixin(StrategyMethods):
+    """What both ``HPUModelParallelStrategy`` classes (Trainer and Fabric) add to Lightning's: the checks before
+    launch, and ``context_parallel_size``. Mix it in before Lightning's ``ModelParallelStrategy``."""
 
     _context_parallel_size: int = 1
     _data_parallel_size: Any
     _tensor_parallel_size: Any
     _device_mesh: Any
-    num_nodes: int
-    num_processes: int
-    world_size: int
+
+    @override
+    def _configure_launcher(self) -> None:
+        # The connector calls this once the devices are known, before any process starts.
+        check_before_launch(
+            self.strategy_name, self.num_nodes, self.num_processes, tensor_parallel_size=self._tensor_parallel_size
+        )
+        check_context_parallel_size(
+            self._context_parallel_size,
+            self._data_parallel_size,
+            self._tensor_parallel_size,
+            self.num_nodes,
+            self.num_processes,
+        )
+        super()._configure_launcher()
 
     @contextmanager
     def _lightning_mesh_sizes(self) -> Iterator[None]:

@@ -15,7 +15,7 @@ from lightning.pytorch.accelerators import AcceleratorRegistry
 from lightning.pytorch.strategies import StrategyRegistry
 
 from lightning_hpu.fabric.accelerator import HPUAccelerator as FabricHPUAccelerator
-from lightning_hpu.fabric.plugins.precision import PRECISION_ALIASES, HPUPrecisionInput
+from lightning_hpu.fabric.plugins.precision import PRECISION_ALIASES, HPUPrecisionInput, unsupported_precision
 from lightning_hpu.runtime import HPUConfigurationError, hpu_available
 from lightning_hpu.support.suggestions import closest_name, hpu_names
 
@@ -88,8 +88,5 @@ def hpu_precision_name(precision: Any, accelerator: Any, owner: str) -> str | No
             )
         return precision
     if means_hpu(accelerator):
-        known = [*get_args(HPUPrecisionInput), *PRECISION_ALIASES]
-        guess = closest_name(precision, known)
-        hint = f"did you mean {guess!r}?" if guess is not None else f"use one of {', '.join(known)}."
-        raise HPUConfigurationError(f"`{owner}(precision={precision!r})` is not a precision: {hint}")
+        raise unsupported_precision(precision, owner)
     return None

@@ -59,15 +59,25 @@ def normalize_precision(precision: Any) -> str:
     """The full precision name for ``precision`` (accepting Lightning's aliases), or a clear error."""
     name = PRECISION_ALIASES.get(str(precision), str(precision))
     if name not in _DTYPES:
-        # A misspelling gets the closest HPU name; a name Lightning knows (such as "64-true") is no misspelling.
-        misspelt = str(precision) not in map(str, get_args(_PRECISION_INPUT_STR) + get_args(_PRECISION_INPUT_INT))
-        guess = closest_name(str(precision), [*_DTYPES, *PRECISION_ALIASES]) if misspelt else None
-        hint = f" (did you mean {guess!r}?)" if guess is not None else ""
-        raise HPUConfigurationError(
-            f"`precision={precision!r}` is not supported on HPU{hint}: use one of"
-            f" {', '.join(get_args(HPUPrecisionInput))} (Lightning's 'transformer-engine' means 'fp8')."
-        )
+        raise unsupported_precision(precision)
     return name
+
+
+def unsupported_precision(precision: Any, owner: str | None = None) -> HPUConfigurationError:
+    """The one error for a precision the HPU does not run, given to a plugin or to ``Trainer``/``Fabric`` (``owner``).
+
+    A misspelling gets the closest HPU name; a name Lightning knows (such as ``"64-true"``) is no misspelling, and
+    gets the list of HPU precisions.
+    """
+    given = f"`{owner}(precision={precision!r})`" if owner else f"`precision={precision!r}`"
+    misspelt = str(precision) not in map(str, get_args(_PRECISION_INPUT_STR) + get_args(_PRECISION_INPUT_INT))
+    guess = closest_name(str(precision), [*_DTYPES, *PRECISION_ALIASES]) if misspelt else None
+    if guess is not None:
+        return HPUConfigurationError(f"{given} is not supported on HPU: did you mean {guess!r}?")
+    return HPUConfigurationError(
+        f"{given} is not supported on HPU: use one of {', '.join(get_args(HPUPrecisionInput))}"
+        " (Lightning's 'transformer-engine' means 'fp8')."
+    )
 
 
 class HPUPrecision(Precision):

@@ -7,13 +7,14 @@ optimizer step, and (Trainer) before and after each evaluation step. With ``pipe
 forward while the host builds the backward, at the cost of device memory. In eager mode, the default of current Gaudi
 software (``PT_HPU_LAZY_MODE`` unset or ``0``), every ``mark_step`` is a no-op. Checkpoints go through
 :class:`~lightning_hpu.HPUCheckpointIO` (host copies, atomic writes) unless another IO is given. Mix these classes
-in before the Lightning strategy they extend; the Trainer's twin is :mod:`lightning_hpu.pytorch.strategies.base`.
+in before the Lightning strategy they extend. :class:`HPUCheckpointIOAttribute` and :class:`PrecisionOfType` serve the
+Trainer's strategies too (:mod:`lightning_hpu.pytorch.strategies.base`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from lightning.fabric.plugins.io.checkpoint_io import CheckpointIO
 from lightning.fabric.strategies.strategy import Strategy
@@ -28,6 +29,7 @@ from lightning_hpu.fabric.plugins.checkpoint_io import HPUCheckpointIO
 from lightning_hpu.runtime import require_backend
 
 _T = TypeVar("_T")
+_P = TypeVar("_P")
 
 
 def mark_step() -> None:
@@ -53,21 +55,63 @@ def with_hpu_checkpoint_io(io: CheckpointIO | None) -> CheckpointIO:
     return io
 
 
+class HPUCheckpointIOAttribute:
+    """A strategy's ``checkpoint_io`` (Trainer and Fabric): the IO set, with :func:`with_hpu_checkpoint_io`'s
+    :class:`HPUCheckpointIO` where it is missing. Written once, in place of Lightning's property."""
+
+    def __get__(self, strategy: Any, strategy_class: type | None = None) -> CheckpointIO:
+        strategy._checkpoint_io = with_hpu_checkpoint_io(strategy._checkpoint_io)
+        io: CheckpointIO = strategy._checkpoint_io
+        return io
+
+    def __set__(self, strategy: Any, io: CheckpointIO | None) -> None:
+        strategy._checkpoint_io = io
+
+
+class PrecisionOfType(Generic[_P]):
+    """A strategy's precision plugin attribute (``precision`` in Fabric, ``precision_plugin`` in the Trainer) that
+    holds only ``plugin_type``: ``plugin_type("32-true")`` until one is set, and a clear error for another type.
+
+    Written once for both sides' strategies whose precision must be their own (FSDP's mixed precision), in place of
+    Lightning's property, which would accept any plugin of its base type.
+    """
+
+    def __init__(self, plugin_type: type[_P], owner: str) -> None:
+        self.plugin_type = plugin_type
+        self.owner = owner  # "Trainer" or "Fabric": what the error message tells the user to pass
+        self.name = ""
+        self.strategy_class = ""
+
+    def __set_name__(self, strategy_class: type, name: str) -> None:
+        self.name, self.strategy_class = name, strategy_class.__name__
+
+    def __get__(self, strategy: Any, strategy_class: type | None = None) -> _P:
+        plugin = getattr(strategy, f"_{self.name}")
+        if plugin is None:
+            plugin = self.plugin_type("32-true")  # type: ignore[call-arg]  # every HPU precision plugin takes it
+            setattr(strategy, f"_{self.name}", plugin)
+        if not isinstance(plugin, self.plugin_type):
+            raise TypeError(f"{self._needs()}, got {type(plugin).__name__}.")
+        return plugin
+
+    def __set__(self, strategy: Any, plugin: object) -> None:
+        if plugin is not None and not isinstance(plugin, self.plugin_type):
+            raise TypeError(
+                f"{self._needs()}, got {type(plugin).__name__}; pass {self.owner}(precision=...) or"
+                f" plugins=[{self.plugin_type.__name__}(...)]."
+            )
+        setattr(strategy, f"_{self.name}", plugin)
+
+    def _needs(self) -> str:
+        return f"{self.strategy_class} needs an {self.plugin_type.__name__}"
+
+
 class FabricHPUStrategyHooks(Strategy):
     """Fabric strategy mixin: ``mark_step`` after backward and optimizer step, :class:`HPUCheckpointIO`."""
 
     #: Mark a step before backward as well, i.e. between forward and backward (more overlap, more device memory).
     pipeline_forward_backward: bool = False
-
-    @property
-    @override
-    def checkpoint_io(self) -> CheckpointIO:
-        self._checkpoint_io = with_hpu_checkpoint_io(self._checkpoint_io)
-        return self._checkpoint_io
-
-    @checkpoint_io.setter
-    def checkpoint_io(self, io: CheckpointIO | None) -> None:
-        self._checkpoint_io = io
+    checkpoint_io = HPUCheckpointIOAttribute()
 
     @override
     def backward(self, tensor: Tensor, module: Module | None, *args: Any, **kwargs: Any) -> None:

@@ -25,6 +25,7 @@ from lightning_hpu.distributed.deepspeed_config import (
     prepare_hccl_for_deepspeed,
     register_deepspeed_presets,
 )
+from lightning_hpu.distributed.strategy_methods import StrategyMethods
 from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks
 from lightning_hpu.fabric.strategies.hccl import FabricHCCLCollectiveOps
 from lightning_hpu.runtime import require_backend
@@ -33,7 +34,44 @@ if TYPE_CHECKING:
     from deepspeed import DeepSpeedEngine
 
 
-class HPUDeepSpeedStrategy(FabricHPUStrategyHooks, FabricHCCLCollectiveOps, DeepSpeedStrategy):
+if TYPE_CHECKING:
+
+    class _DeepSpeedMethods(StrategyMethods):
+        _process_group_backend: str | None
+
+        def _get_process_group_backend(self) -> str: ...
+        def _init_deepspeed_distributed(self) -> None: ...
+
+else:
+    _DeepSpeedMethods = StrategyMethods
+
+
+class HPUDeepSpeedHooks(_DeepSpeedMethods):
+    """What both ``HPUDeepSpeedStrategy`` classes (Trainer and Fabric) change in Lightning's: the checks before any
+    process starts, and HCCL prepared before DeepSpeed makes its process group. Mix it in before
+    ``DeepSpeedStrategy``."""
+
+    def validate_for_device(self) -> None:
+        """Refuse what the HPU cannot run, and warn where the Intel Gaudi software lists a limitation."""
+        raise NotImplementedError
+
+    @override
+    def _configure_launcher(self) -> None:
+        # The connector calls this once the accelerator and precision are known, before any process starts.
+        self.validate_for_device()
+        super()._configure_launcher()
+
+    @override
+    def _get_process_group_backend(self) -> str:
+        return self._process_group_backend or require_backend().process_group_backend
+
+    @override
+    def _init_deepspeed_distributed(self) -> None:
+        prepare_hccl_for_deepspeed(self.world_size, self.global_rank, self.local_rank, self._timeout)
+        super()._init_deepspeed_distributed()
+
+
+class HPUDeepSpeedStrategy(FabricHPUStrategyHooks, FabricHCCLCollectiveOps, HPUDeepSpeedHooks, DeepSpeedStrategy):
     """Fabric DeepSpeed (ZeRO 1-3, offload, bf16) on HPUs (``strategy="hpu_deepspeed"``, or ``"deepspeed"``).
 
     Takes every argument of Fabric's :class:`~lightning.fabric.strategies.DeepSpeedStrategy`.
@@ -55,6 +93,7 @@ class HPUDeepSpeedStrategy(FabricHPUStrategyHooks, FabricHCCLCollectiveOps, Deep
         self._requested_devices, devices = hpu_deepspeed_devices(parallel_devices)
         super().__init__(accelerator=accelerator, parallel_devices=devices, **kwargs)
 
+    @override
     def validate_for_device(self) -> None:
         """Refuse what the HPU cannot run (the Trainer side's rules)."""
         assert self.config is not None
@@ -66,12 +105,6 @@ class HPUDeepSpeedStrategy(FabricHPUStrategyHooks, FabricHCCLCollectiveOps, Deep
             inference_config={},
             owner="Fabric",
         )
-
-    @override
-    def _configure_launcher(self) -> None:
-        # The connector calls this once the accelerator and precision are known, before any process starts.
-        self.validate_for_device()
-        super()._configure_launcher()
 
     @override
     def setup_environment(self) -> None:
@@ -87,15 +120,6 @@ class HPUDeepSpeedStrategy(FabricHPUStrategyHooks, FabricHCCLCollectiveOps, Deep
         if not self._config_initialized:
             self._format_config()
             self._config_initialized = True
-
-    @override
-    def _get_process_group_backend(self) -> str:
-        return self._process_group_backend or require_backend().process_group_backend
-
-    @override
-    def _init_deepspeed_distributed(self) -> None:
-        prepare_hccl_for_deepspeed(self.world_size, self.global_rank, self.local_rank, self._timeout)
-        super()._init_deepspeed_distributed()
 
     @override
     def _initialize_engine(

@@ -1,6 +1,6 @@
-"""Fabric FSDP over HCCL; the Trainer's twin is :mod:`lightning_hpu.pytorch.strategies.fsdp`.
+"""Fabric FSDP over HCCL; the Trainer's counterpart is :mod:`lightning_hpu.pytorch.strategies.fsdp`.
 
-Both share their code (:mod:`lightning_hpu.distributed.sharding`, :mod:`lightning_hpu.distributed.fsdp_state`):
+Both share their code (:class:`HPUFSDPHooks`, and :mod:`lightning_hpu.distributed`'s ``sharding`` and ``fsdp_state``):
 HCCL process group, eager mode only, FSDP on this process's HPU, HCCL-safe ``all_reduce``/``all_gather``/
 ``broadcast``, sharded checkpoints through ``torch.distributed.checkpoint``.
 """
@@ -12,7 +12,6 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from lightning.fabric.plugins import Precision
 from lightning.fabric.strategies import FSDPStrategy, ParallelStrategy
 from lightning.fabric.strategies.fsdp import _is_sharded_checkpoint
 from lightning.fabric.strategies.registry import _StrategyRegistry
@@ -22,39 +21,26 @@ from torch.optim import Optimizer
 from typing_extensions import override
 
 from lightning_hpu.distributed import fsdp_state, sharding
+from lightning_hpu.distributed.strategy_methods import StrategyMethods
 from lightning_hpu.fabric.plugins.fsdp_precision import HPUFSDPPrecision
-from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks
+from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks, PrecisionOfType
 from lightning_hpu.fabric.strategies.hccl import FabricHCCLCollectiveOps, HCCLProcessGroup
 
 
-class HPUFSDPStrategy(FabricHPUStrategyHooks, FabricHCCLCollectiveOps, HCCLProcessGroup, FSDPStrategy):
-    """Fabric FSDP over HCCL (``strategy="hpu_fsdp"``; ``"fsdp"`` maps here on HPU). Arguments as Lightning's."""
+class HPUFSDPHooks(StrategyMethods):
+    """What both ``HPUFSDPStrategy`` classes (Trainer and Fabric) add to Lightning's: the checks before launch, the
+    precision plugin the connector gives, and FSDP's wrapping arguments. Mix it in before ``FSDPStrategy``."""
 
-    strategy_name = "hpu_fsdp"
+    #: This side's HPU FSDP precision plugin class.
+    precision_type: type[Any]
+    sharding_strategy: Any
+    cpu_offload: Any
+    mixed_precision_config: Any
 
-    @staticmethod
-    def hpu_precision(precision: str) -> HPUFSDPPrecision:
-        """The precision plugin the connector gives this strategy for ``Fabric(precision=...)`` on HPU."""
-        return HPUFSDPPrecision(precision)
-
-    @property
-    @override
-    def precision(self) -> HPUFSDPPrecision:
-        plugin = self._precision
-        if plugin is None:
-            plugin = self._precision = HPUFSDPPrecision("32-true")
-        if not isinstance(plugin, HPUFSDPPrecision):
-            raise TypeError(f"HPUFSDPStrategy needs an HPUFSDPPrecision, got {type(plugin).__name__}.")
-        return plugin
-
-    @precision.setter
-    def precision(self, precision: Precision | None) -> None:
-        if precision is not None and not isinstance(precision, HPUFSDPPrecision):
-            raise TypeError(
-                f"HPUFSDPStrategy needs an HPUFSDPPrecision, got {type(precision).__name__}; pass"
-                " Fabric(precision=...) or plugins=[HPUFSDPPrecision(...)]."
-            )
-        self._precision = precision
+    @classmethod
+    def hpu_precision(cls, precision: str) -> Any:
+        """The precision plugin the connector gives this strategy for ``precision=...`` on HPU."""
+        return cls.precision_type(precision)
 
     @override
     def _configure_launcher(self) -> None:
@@ -63,19 +49,38 @@ class HPUFSDPStrategy(FabricHPUStrategyHooks, FabricHCCLCollectiveOps, HCCLProce
         )
         super()._configure_launcher()
 
+    def _given_fsdp_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments for FSDP the strategy was given (each side's Lightning keeps them under its name)."""
+        raise NotImplementedError
+
+    def _wrap_kwargs(self) -> dict[str, Any]:
+        """What FSDP wraps the model with: the strategy's settings and the keyword arguments it was given."""
+        return {
+            "cpu_offload": self.cpu_offload,
+            "mixed_precision": self.mixed_precision_config,
+            "sharding_strategy": self.sharding_strategy,
+            **self._given_fsdp_kwargs(),
+        }
+
+
+class HPUFSDPStrategy(FabricHPUStrategyHooks, FabricHCCLCollectiveOps, HCCLProcessGroup, HPUFSDPHooks, FSDPStrategy):
+    """Fabric FSDP over HCCL (``strategy="hpu_fsdp"``; ``"fsdp"`` maps here on HPU). Arguments as Lightning's."""
+
+    strategy_name = "hpu_fsdp"
+
+    precision_type = HPUFSDPPrecision
+    #: Only an :class:`HPUFSDPPrecision` (``"32-true"`` until one is set): FSDP's mixed precision is the plugin's.
+    precision = PrecisionOfType(HPUFSDPPrecision, "Fabric")  # type: ignore[override]  # setter: any plugin
+
     @override
     def setup_environment(self) -> None:
         ParallelStrategy.setup_environment(self)  # the accelerator; FSDPStrategy's process group assumes CUDA
         self._setup_distributed()
         sharding.set_fsdp_device_mesh(self._fsdp_kwargs, self.sharding_strategy, self.num_nodes, self.num_processes)
 
-    def _wrap_kwargs(self) -> dict[str, Any]:
-        return {
-            "cpu_offload": self.cpu_offload,
-            "mixed_precision": self.mixed_precision_config,
-            "sharding_strategy": self.sharding_strategy,
-            **self._fsdp_kwargs,
-        }
+    @override
+    def _given_fsdp_kwargs(self) -> dict[str, Any]:
+        return self._fsdp_kwargs
 
     @override
     def setup_module(self, module: Module) -> Module:

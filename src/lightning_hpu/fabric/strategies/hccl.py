@@ -1,16 +1,18 @@
-"""Fabric's HCCL mixins: the process group and collectives of :mod:`lightning_hpu.distributed.hccl`.
+"""HCCL for the HPU strategies: the process group and collectives of :mod:`lightning_hpu.distributed.hccl`.
 
-The twins of the Trainer's :mod:`lightning_hpu.pytorch.strategies.hccl`: :class:`FabricHCCLCollectivesHooks` for a Fabric
-``DDPStrategy`` subclass, :class:`FabricHCCLCollectiveOps` (collectives and rank watchdog only) for the others, and
-:class:`HCCLProcessGroup` for the strategies that keep Lightning's ``_setup_distributed`` (FSDP, model parallel).
+:class:`HCCLCollectives` (HCCL-safe ``all_gather`` and ``broadcast``, the process-group backend, and the rank
+watchdog) is written once for both sides; the Trainer's mixins (:mod:`lightning_hpu.pytorch.strategies.hccl`) build on
+it as Fabric's do here: :class:`FabricHCCLCollectivesHooks` for a Fabric ``DDPStrategy`` subclass,
+:class:`FabricHCCLCollectiveOps` (collectives and rank watchdog only) for the others, and :class:`HCCLProcessGroup`
+for the strategies that keep Lightning's ``_setup_distributed`` (FSDP, model parallel).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from lightning.fabric.strategies import DDPStrategy, ParallelStrategy
-from lightning.fabric.strategies.strategy import TBroadcast
+from lightning.fabric.strategies.launchers import _MultiProcessingLauncher, _SubprocessScriptLauncher
 from lightning.fabric.utilities.seed import reset_seed
 from lightning.fabric.utilities.types import ReduceOp
 from torch import Tensor
@@ -18,19 +20,35 @@ from typing_extensions import override
 
 from lightning_hpu.distributed import collectives, hccl
 from lightning_hpu.distributed.hccl import init_hccl_process_group
-from lightning_hpu.fabric.strategies.rank_watchdog import FabricRankWatchdogHooks
+from lightning_hpu.fabric.strategies.rank_watchdog import RankWatchdogHooks, abort_on_uncaught_exception
+
+_T = TypeVar("_T")
 
 
-class FabricHCCLCollectiveOps(FabricRankWatchdogHooks, ParallelStrategy):
-    """Fabric mixin: ``all_reduce``, ``all_gather`` and ``broadcast`` with the ops and dtypes HCCL runs.
-
-    It also brings :class:`FabricRankWatchdogHooks`, so no rank outlives a failed job.
-    """
+class HCCLCollectives(RankWatchdogHooks):
+    """Strategy mixin (Trainer and Fabric): ``all_gather`` and ``broadcast`` with the ops and dtypes HCCL runs, the
+    process-group backend known early, and the rank watchdog (:class:`RankWatchdogHooks`), so no rank outlives a
+    failed job. Each side adds its own reduce (Fabric's ``all_reduce``, the Trainer's ``reduce``)."""
 
     @property
     def process_group_backend(self) -> str | None:
         """``"hccl"`` (or the backend passed), known before the process group exists, as lightning-habana's was."""
         return hccl.process_group_backend(self)
+
+    @override
+    def all_gather(self, tensor: Tensor, group: Any | None = None, sync_grads: bool = False) -> Tensor:
+        return collectives.all_gather(tensor, group=group, sync_grads=sync_grads)
+
+    @override
+    def broadcast(self, obj: _T, src: int = 0) -> _T:
+        return collectives.broadcast_object(obj, src=src, device=self.root_device)
+
+
+class FabricHCCLCollectiveOps(HCCLCollectives, ParallelStrategy):
+    """Fabric mixin: HCCL-safe collectives (``all_reduce`` too) and the rank watchdog; a rank's uncaught exception
+    stops every rank (Fabric has no exception hook of its own)."""
+
+    rank_launchers = (_SubprocessScriptLauncher, _MultiProcessingLauncher)
 
     @override
     def all_reduce(
@@ -39,12 +57,11 @@ class FabricHCCLCollectiveOps(FabricRankWatchdogHooks, ParallelStrategy):
         return collectives.all_reduce_if_tensor(tensor, group=group, reduce_op=reduce_op)
 
     @override
-    def all_gather(self, tensor: Tensor, group: Any | None = None, sync_grads: bool = False) -> Tensor:
-        return collectives.all_gather(tensor, group=group, sync_grads=sync_grads)
-
-    @override
-    def broadcast(self, obj: TBroadcast, src: int = 0) -> TBroadcast:
-        return collectives.broadcast_object(obj, src=src, device=self.root_device)
+    def start_rank_watchdog(self) -> None:
+        if self._watchdog is None:
+            super().start_rank_watchdog()
+            if self._watchdog is not None:
+                abort_on_uncaught_exception(self._watchdog, self.global_rank)
 
 
 class FabricHCCLCollectivesHooks(FabricHCCLCollectiveOps, DDPStrategy):

@@ -1,4 +1,5 @@
-"""Fabric FSDP2 + tensor parallelism over HCCL; the Trainer's twin is :mod:`lightning_hpu.pytorch.strategies.model_parallel`."""
+"""Fabric FSDP2 + tensor parallelism over HCCL; the Trainer's counterpart is
+:mod:`lightning_hpu.pytorch.strategies.model_parallel`, and both share :class:`ContextParallelMixin`."""
 
 from __future__ import annotations
 
@@ -15,11 +16,7 @@ from torch.optim import Optimizer
 from typing_extensions import override
 
 from lightning_hpu.distributed import sharding
-from lightning_hpu.distributed.context_parallel import (
-    ContextParallelMixin,
-    check_context_parallel_size,
-    connect_attention,
-)
+from lightning_hpu.distributed.context_parallel import ContextParallelMixin, connect_attention
 from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks
 from lightning_hpu.fabric.strategies.hccl import FabricHCCLCollectiveOps, HCCLProcessGroup
 
@@ -63,20 +60,6 @@ class HPUModelParallelStrategy(
         )
         self._context_parallel_size = context_parallel_size
         self._set_up_modules: list[Module] = []  # whose gradients ``backward`` averages over context parallel ranks
-
-    @override
-    def _configure_launcher(self) -> None:
-        sharding.check_before_launch(
-            self.strategy_name, self.num_nodes, self.num_processes, tensor_parallel_size=self._tensor_parallel_size
-        )
-        check_context_parallel_size(
-            self._context_parallel_size,
-            self._data_parallel_size,
-            self._tensor_parallel_size,
-            self.num_nodes,
-            self.num_processes,
-        )
-        super()._configure_launcher()
 
     @override
     def setup_environment(self) -> None:

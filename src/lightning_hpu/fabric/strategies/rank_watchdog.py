@@ -1,13 +1,17 @@
-"""Fabric's side of "no rank left behind": the job's watchdog (:mod:`lightning_hpu.distributed.rank_watchdog`), and
-a rank's uncaught exception stops every rank (Fabric has no exception hook of its own)."""
+""" "No rank left behind", written once for the Trainer and Fabric: the job's watchdog
+(:mod:`lightning_hpu.distributed.rank_watchdog`) starts with the process group, and a rank's failure stops every rank.
+
+:class:`RankWatchdogHooks` is part of every HPU parallel strategy of both sides, through their HCCL mixins
+(:mod:`lightning_hpu.fabric.strategies.hccl`, :mod:`lightning_hpu.pytorch.strategies.hccl`). Fabric has no exception
+hook of its own, so there a rank's uncaught exception is reported to the watchdog
+(:func:`abort_on_uncaught_exception`); the Trainer reports it from its strategy's ``on_exception``.
+"""
 
 from __future__ import annotations
 
 import sys
 from typing import Any
 
-from lightning.fabric.strategies import ParallelStrategy
-from lightning.fabric.strategies.launchers import _MultiProcessingLauncher, _SubprocessScriptLauncher
 from typing_extensions import override
 
 from lightning_hpu.distributed.rank_watchdog import (
@@ -17,32 +21,36 @@ from lightning_hpu.distributed.rank_watchdog import (
     report_abort,
     watch_job_of,
 )
-
-#: Fabric's launchers that start the ranks of a job from this process.
-FABRIC_LAUNCHERS = (_SubprocessScriptLauncher, _MultiProcessingLauncher)
+from lightning_hpu.distributed.strategy_methods import StrategyMethods
 
 
-class FabricRankWatchdogHooks(ParallelStrategy):
-    """Fabric strategy mixin: the job's ranks exit together. A rank's uncaught exception stops every rank."""
+class RankWatchdogHooks(StrategyMethods):
+    """Strategy mixin (Trainer and Fabric): the job's ranks exit together (:class:`RankWatchdog`, launcher
+    following). Mix it in before Lightning's ``ParallelStrategy``."""
 
     _watchdog: RankWatchdog | None = None
+    #: The launchers of this side (Trainer or Fabric) that start the ranks of a job from this process.
+    rank_launchers: tuple[type, ...] = ()
 
     @override
     def _configure_launcher(self) -> None:
         super()._configure_launcher()
-        mark_or_follow_launcher(self, FABRIC_LAUNCHERS)
+        mark_or_follow_launcher(self, self.rank_launchers)
 
     @override
     def setup_environment(self) -> None:
         follow_if_lightning_launched(self)
         super().setup_environment()
+        self.start_rank_watchdog()
+
+    def start_rank_watchdog(self) -> None:
+        """Watch this job's ranks, once the process group exists (strategies that bypass
+        :meth:`setup_environment`'s chain call this themselves)."""
         if self._watchdog is None:
             self._watchdog = watch_job_of(self)
-            if self._watchdog is not None:
-                _abort_on_uncaught_exception(self._watchdog, self.global_rank)
 
 
-def _abort_on_uncaught_exception(watchdog: RankWatchdog, rank: int) -> None:
+def abort_on_uncaught_exception(watchdog: RankWatchdog, rank: int) -> None:
     """The rank's uncaught exception tells the other ranks to stop, then is reported as usual."""
     previous = sys.excepthook
 

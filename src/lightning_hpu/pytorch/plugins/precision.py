@@ -1,19 +1,17 @@
-"""HPU precision for the Lightning Trainer."""
+"""HPU precision for the Lightning Trainer: Fabric's :class:`HPUPrecision` under Lightning's Trainer ``Precision``.
+
+Lightning's base runs each step (training, validation, test, predict) in ``forward_context()``, which is the HPU
+plugin's; this class adds only the fused clip by norm.
+"""
 
 from __future__ import annotations
-
-from collections.abc import Generator, Mapping, Sequence
-from contextlib import contextmanager
-from typing import Any
 
 from lightning.pytorch.plugins.precision.precision import Precision
 from torch.optim import Optimizer
 from typing_extensions import override
 
 from lightning_hpu.device.fused_optimizers import clip_grad_norm
-from lightning_hpu.fabric.plugins.lightning_habana_arguments import HPU_DEVICE
-from lightning_hpu.fabric.plugins.precision import HPUPrecision, HPUPrecisionInput
-from lightning_hpu.fp8.engine import LayerFilter
+from lightning_hpu.fabric.plugins.precision import HPUPrecision
 
 
 class HPUPrecisionPlugin(Precision, HPUPrecision):
@@ -35,55 +33,9 @@ class HPUPrecisionPlugin(Precision, HPUPrecision):
         fused_clip_norm: ``False`` clips with ``torch.nn.utils.clip_grad_norm_`` instead of the fused clip.
     """
 
-    def __init__(
-        self,
-        precision: HPUPrecisionInput | str = "32-true",
-        device: str = HPU_DEVICE,
-        *,
-        autocast_lower_precision_ops: Sequence[str] | None = None,
-        autocast_fp32_ops: Sequence[str] | None = None,
-        fp8_recipe: Any | Mapping[str, Any] | None = None,
-        fp8_layer_filter: LayerFilter | None = None,
-        fused_clip_norm: bool = True,
-    ) -> None:
-        HPUPrecision.__init__(
-            self,
-            precision,
-            device,
-            autocast_lower_precision_ops=autocast_lower_precision_ops,
-            autocast_fp32_ops=autocast_fp32_ops,
-            fp8_recipe=fp8_recipe,
-            fp8_layer_filter=fp8_layer_filter,
-            fused_clip_norm=fused_clip_norm,
-        )
-
     @override
     def clip_grad_by_norm(self, optimizer: Optimizer, clip_val: int | float) -> None:
         if not self.fused_clip_norm:
             super().clip_grad_by_norm(optimizer, clip_val)
             return
         clip_grad_norm(self.main_params(optimizer), float(clip_val))
-
-    @override
-    @contextmanager
-    def train_step_context(self) -> Generator[None, None, None]:
-        with self.forward_context():
-            yield
-
-    @override
-    @contextmanager
-    def val_step_context(self) -> Generator[None, None, None]:
-        with self.forward_context():
-            yield
-
-    @override
-    @contextmanager
-    def test_step_context(self) -> Generator[None, None, None]:
-        with self.forward_context():
-            yield
-
-    @override
-    @contextmanager
-    def predict_step_context(self) -> Generator[None, None, None]:
-        with self.forward_context():
-            yield

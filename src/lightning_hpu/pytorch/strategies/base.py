@@ -5,8 +5,8 @@ checkpoint IO default): after each backward and optimizer step, and before and a
 ``pipeline_forward_backward`` a step is also marked between forward and backward, so the device runs the forward
 while the host builds the backward (optimum-habana's ``pipelining_fwd_bwd``; it costs device memory). At setup the
 strategy refuses a compiled model in lazy mode, compiles one that the user compiled with torch's default backend
-with ``hpu_backend`` instead (:mod:`lightning_hpu.integration.compile_default_backend`), and removes the temporary files that
-killed saves left in the checkpoint directories. Mix it in before the Lightning strategy it extends.
+with ``hpu_backend`` instead (:mod:`lightning_hpu.integration.compile_default_backend`), and removes the temporary
+files that killed saves left in the checkpoint directories. Mix it in before the Lightning strategy it extends.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import Any
 
 import lightning.pytorch as pl
-from lightning.fabric.plugins.io.checkpoint_io import CheckpointIO
 from lightning.fabric.utilities.cloud_io import _is_local_file_protocol
 from lightning.pytorch.strategies.strategy import Strategy
 from lightning.pytorch.utilities.types import STEP_OUTPUT
@@ -25,7 +24,7 @@ from torch.optim import Optimizer
 from typing_extensions import override
 
 from lightning_hpu.checkpoint.files import remove_orphaned_temporary_files
-from lightning_hpu.fabric.strategies.base import between_mark_steps, mark_step, with_hpu_checkpoint_io
+from lightning_hpu.fabric.strategies.base import HPUCheckpointIOAttribute, between_mark_steps, mark_step
 
 __all__ = ["HPUStrategyHooks", "mark_step"]
 
@@ -35,16 +34,7 @@ class HPUStrategyHooks(Strategy):
 
     #: Mark a step between forward and backward as well (more overlap, more device memory).
     pipeline_forward_backward: bool = False
-
-    @property
-    @override
-    def checkpoint_io(self) -> CheckpointIO:
-        self._checkpoint_io = with_hpu_checkpoint_io(self._checkpoint_io)
-        return self._checkpoint_io
-
-    @checkpoint_io.setter
-    def checkpoint_io(self, io: CheckpointIO | None) -> None:
-        self._checkpoint_io = io
+    checkpoint_io = HPUCheckpointIOAttribute()
 
     @override
     def setup(self, trainer: pl.Trainer) -> None:

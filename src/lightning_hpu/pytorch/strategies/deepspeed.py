@@ -36,10 +36,10 @@ from lightning_hpu.distributed.deepspeed_config import (
     initialize_engine,
     mixed_inference_dtype,
     partition_activations_for_cpu_checkpointing,
-    prepare_hccl_for_deepspeed,
     register_deepspeed_presets,
     split_inference_config,
 )
+from lightning_hpu.fabric.strategies.deepspeed import HPUDeepSpeedHooks
 from lightning_hpu.pytorch.strategies.base import HPUStrategyHooks
 from lightning_hpu.pytorch.strategies.hccl import HCCLCollectiveOps
 from lightning_hpu.runtime import require_backend
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     import deepspeed
 
 
-class HPUDeepSpeedStrategy(HPUStrategyHooks, HCCLCollectiveOps, DeepSpeedStrategy):
+class HPUDeepSpeedStrategy(HPUStrategyHooks, HCCLCollectiveOps, HPUDeepSpeedHooks, DeepSpeedStrategy):
     """DeepSpeed (ZeRO 1-3, offload, bf16, activation checkpointing, inference) on HPUs.
 
     Takes every argument of Lightning's :class:`~lightning.pytorch.strategies.DeepSpeedStrategy` (``stage``,
@@ -92,6 +92,7 @@ class HPUDeepSpeedStrategy(HPUStrategyHooks, HCCLCollectiveOps, DeepSpeedStrateg
         partition_activations_for_cpu_checkpointing(self.config)
 
     # --- checks before any work -----------------------------------------------------------------
+    @override
     def validate_for_device(self) -> None:
         """Refuse what the HPU cannot run, and warn where the Intel Gaudi software lists a limitation."""
         assert self.config is not None
@@ -103,12 +104,6 @@ class HPUDeepSpeedStrategy(HPUStrategyHooks, HCCLCollectiveOps, DeepSpeedStrateg
             self.inference_config,
             owner="Trainer",
         )
-
-    @override
-    def _configure_launcher(self) -> None:
-        # The connector calls this once the accelerator and precision are known, before any process starts.
-        self.validate_for_device()
-        super()._configure_launcher()
 
     # --- what Lightning's strategy assumes about CUDA -------------------------------------------
     @override
@@ -123,15 +118,6 @@ class HPUDeepSpeedStrategy(HPUStrategyHooks, HCCLCollectiveOps, DeepSpeedStrateg
         reset_seed()
         self.set_world_ranks()
         self._init_deepspeed_distributed()
-
-    @override
-    def _get_process_group_backend(self) -> str:
-        return self._process_group_backend or require_backend().process_group_backend
-
-    @override
-    def _init_deepspeed_distributed(self) -> None:
-        prepare_hccl_for_deepspeed(self.world_size, self.global_rank, self.local_rank, self._timeout)
-        super()._init_deepspeed_distributed()
 
     @override
     def _initialize_deepspeed_train(self, model: Module) -> None:

@@ -14,7 +14,6 @@ from lightning.fabric.utilities.load import _METADATA_FILENAME
 from lightning.fabric.utilities.seed import reset_seed
 from lightning.fabric.utilities.types import _PATH
 from lightning.pytorch.core.optimizer import LightningOptimizer
-from lightning.pytorch.plugins.precision import Precision
 from lightning.pytorch.strategies import FSDPStrategy, ParallelStrategy
 from lightning.pytorch.trainer.states import TrainerFn
 from torch.nn import Module
@@ -23,12 +22,14 @@ from typing_extensions import override
 
 from lightning_hpu.distributed import fsdp_state, sharding
 from lightning_hpu.distributed.hccl import init_hccl_process_group
+from lightning_hpu.fabric.strategies.base import PrecisionOfType
+from lightning_hpu.fabric.strategies.fsdp import HPUFSDPHooks
 from lightning_hpu.pytorch.plugins.fsdp_precision import HPUFSDPPrecisionPlugin
 from lightning_hpu.pytorch.strategies.base import HPUStrategyHooks
 from lightning_hpu.pytorch.strategies.hccl import HCCLCollectiveOps
 
 
-class HPUFSDPStrategy(HPUStrategyHooks, HCCLCollectiveOps, FSDPStrategy):
+class HPUFSDPStrategy(HPUStrategyHooks, HCCLCollectiveOps, HPUFSDPHooks, FSDPStrategy):
     """FSDP over HCCL on several HPUs and nodes (``strategy="hpu_fsdp"``; ``"fsdp"`` maps here on HPU).
 
     Every argument of Lightning's ``FSDPStrategy`` keeps its meaning (``auto_wrap_policy``,
@@ -45,36 +46,9 @@ class HPUFSDPStrategy(HPUStrategyHooks, HCCLCollectiveOps, FSDPStrategy):
 
     strategy_name = "hpu_fsdp"
 
-    @staticmethod
-    def hpu_precision(precision: str) -> HPUFSDPPrecisionPlugin:
-        """The precision plugin the connector gives this strategy for ``Trainer(precision=...)`` on HPU."""
-        return HPUFSDPPrecisionPlugin(precision)
-
-    @property
-    @override
-    def precision_plugin(self) -> HPUFSDPPrecisionPlugin:
-        plugin = self._precision_plugin
-        if plugin is None:
-            plugin = self._precision_plugin = HPUFSDPPrecisionPlugin("32-true")
-        if not isinstance(plugin, HPUFSDPPrecisionPlugin):
-            raise TypeError(f"HPUFSDPStrategy needs an HPUFSDPPrecisionPlugin, got {type(plugin).__name__}.")
-        return plugin
-
-    @precision_plugin.setter
-    def precision_plugin(self, precision_plugin: Precision | None) -> None:
-        if precision_plugin is not None and not isinstance(precision_plugin, HPUFSDPPrecisionPlugin):
-            raise TypeError(
-                f"HPUFSDPStrategy needs an HPUFSDPPrecisionPlugin, got {type(precision_plugin).__name__}; pass"
-                " Trainer(precision=...) or plugins=[HPUFSDPPrecisionPlugin(...)]."
-            )
-        self._precision_plugin = precision_plugin
-
-    @override
-    def _configure_launcher(self) -> None:
-        sharding.check_before_launch(
-            self.strategy_name, self.num_nodes, self.num_processes, sharding_strategy=self.sharding_strategy
-        )
-        super()._configure_launcher()
+    precision_type = HPUFSDPPrecisionPlugin
+    #: Only an :class:`HPUFSDPPrecisionPlugin` (``"32-true"`` until one is set): FSDP's mixed precision is the plugin's.
+    precision_plugin = PrecisionOfType(HPUFSDPPrecisionPlugin, "Trainer")  # type: ignore[override]  # setter: any plugin
 
     @override
     def setup_environment(self) -> None:
@@ -84,18 +58,14 @@ class HPUFSDPStrategy(HPUStrategyHooks, HCCLCollectiveOps, FSDPStrategy):
         self._process_group_backend = init_hccl_process_group(self)
         sharding.set_fsdp_device_mesh(self.kwargs, self.sharding_strategy, self.num_nodes, self.num_processes)
 
-    def _fsdp_kwargs(self) -> dict[str, Any]:
-        return {
-            "cpu_offload": self.cpu_offload,
-            "mixed_precision": self.mixed_precision_config,
-            "sharding_strategy": self.sharding_strategy,
-            **self.kwargs,
-        }
+    @override
+    def _given_fsdp_kwargs(self) -> dict[str, Any]:
+        return self.kwargs
 
     @override
     def _setup_model(self, model: Module) -> Module:
         model = sharding.wrap_fsdp(
-            model, activation_checkpointing_kwargs=self._activation_checkpointing_kwargs, **self._fsdp_kwargs()
+            model, activation_checkpointing_kwargs=self._activation_checkpointing_kwargs, **self._wrap_kwargs()
         )
         self.precision_plugin.sharded_module = model
         return model
@@ -103,7 +73,7 @@ class HPUFSDPStrategy(HPUStrategyHooks, HCCLCollectiveOps, FSDPStrategy):
     @contextmanager
     @override
     def model_sharded_context(self) -> Generator[None, None, None]:
-        with sharding.fsdp_wrap_context(**self._fsdp_kwargs()):
+        with sharding.fsdp_wrap_context(**self._wrap_kwargs()):
             yield
 
     @override

@@ -6,7 +6,7 @@ model parallel), which make theirs in their own setup, take only the collectives
 ``reduce``, ``all_gather`` and ``broadcast`` through :mod:`lightning_hpu.distributed.collectives` (no ``AVG`` or
 ``PRODUCT`` reduce, and no ``int64`` tensor where the device holds it as ``int32``, reaches HCCL), SIGTERM agreed on
 over a host-side group (:class:`~lightning_hpu.pytorch.strategies.sigterm.SigtermAgreement`), and the rank watchdog.
-Fabric's twins are in :mod:`lightning_hpu.fabric.strategies.hccl`.
+What both sides share is written once in :mod:`lightning_hpu.fabric.strategies.hccl`.
 """
 
 from __future__ import annotations
@@ -16,13 +16,14 @@ from typing import Any
 from lightning.fabric.utilities.seed import reset_seed
 from lightning.fabric.utilities.types import ReduceOp
 from lightning.pytorch.strategies import DDPStrategy, ParallelStrategy
-from lightning.pytorch.strategies.strategy import TBroadcast
+from lightning.pytorch.strategies.launchers import _MultiProcessingLauncher, _SubprocessScriptLauncher
 from torch import Tensor
 from typing_extensions import override
 
 from lightning_hpu.distributed import collectives, hccl
 from lightning_hpu.distributed.hccl import GAUDI_DDP_DEFAULTS, init_hccl_process_group, with_gaudi_ddp_defaults
-from lightning_hpu.pytorch.strategies.rank_watchdog import RankWatchdogHooks
+from lightning_hpu.distributed.rank_watchdog import report_abort
+from lightning_hpu.fabric.strategies.hccl import HCCLCollectives
 from lightning_hpu.pytorch.strategies.sigterm import SigtermAgreement
 
 __all__ = [
@@ -34,17 +35,16 @@ __all__ = [
 ]
 
 
-class HCCLCollectiveOps(RankWatchdogHooks, SigtermAgreement, ParallelStrategy):
-    """Trainer mixin: ``reduce``, ``all_gather`` and ``broadcast`` with the ops and dtypes HCCL runs.
+class HCCLCollectiveOps(HCCLCollectives, SigtermAgreement, ParallelStrategy):
+    """Trainer mixin: HCCL-safe collectives (``reduce`` too), the rank watchdog following each step, SIGTERM agreed on.
 
-    It also brings :class:`SigtermAgreement`, so every HPU parallel strategy stops all ranks on SIGTERM without a
-    per-step device broadcast, and :class:`RankWatchdogHooks`, so no rank outlives a failed job.
+    With :class:`SigtermAgreement` every HPU parallel strategy stops all ranks on SIGTERM without a per-step device
+    broadcast; with the rank watchdog (:class:`~lightning_hpu.fabric.strategies.rank_watchdog.RankWatchdogHooks`) no
+    rank outlives a failed job, and the watchdog's report names the step each rank was in.
     """
 
-    @property
-    def process_group_backend(self) -> str | None:
-        """``"hccl"`` (or the backend passed), known before the process group exists, as lightning-habana's was."""
-        return hccl.process_group_backend(self)
+    rank_launchers = (_SubprocessScriptLauncher, _MultiProcessingLauncher)
+    _steps_started: dict[str, int] | None = None
 
     @override
     def reduce(self, tensor: Tensor, group: Any | None = None, reduce_op: ReduceOp | str | None = "mean") -> Tensor:
@@ -52,12 +52,50 @@ class HCCLCollectiveOps(RankWatchdogHooks, SigtermAgreement, ParallelStrategy):
         return collectives.all_reduce_if_tensor(tensor, group=group, reduce_op=reduce_op)
 
     @override
-    def all_gather(self, tensor: Tensor, group: Any | None = None, sync_grads: bool = False) -> Tensor:
-        return collectives.all_gather(tensor, group=group, sync_grads=sync_grads)
+    def start_rank_watchdog(self) -> None:
+        super().start_rank_watchdog()
+        self._steps_started = {}
+
+    def _note_step(self, stage: str) -> None:
+        if self._watchdog is not None and self._steps_started is not None:
+            count = self._steps_started[stage] = self._steps_started.get(stage, 0) + 1
+            self._watchdog.note(f"{stage} step {count}")
 
     @override
-    def broadcast(self, obj: TBroadcast, src: int = 0) -> TBroadcast:
-        return collectives.broadcast_object(obj, src=src, device=self.root_device)
+    def training_step(self, *args: Any, **kwargs: Any) -> Any:
+        self._note_step("training")
+        return super().training_step(*args, **kwargs)
+
+    @override
+    def validation_step(self, *args: Any, **kwargs: Any) -> Any:
+        self._note_step("validation")
+        return super().validation_step(*args, **kwargs)
+
+    @override
+    def test_step(self, *args: Any, **kwargs: Any) -> Any:
+        self._note_step("test")
+        return super().test_step(*args, **kwargs)
+
+    @override
+    def predict_step(self, *args: Any, **kwargs: Any) -> Any:
+        self._note_step("predict")
+        return super().predict_step(*args, **kwargs)
+
+    @override
+    def on_exception(self, exception: BaseException) -> None:
+        super().on_exception(exception)
+        if self._watchdog is None or isinstance(exception, KeyboardInterrupt):
+            return
+        reason = report_abort(self._watchdog, self.global_rank, exception)
+        if hasattr(exception, "add_note"):
+            exception.add_note(f"lightning-hpu: {reason}")
+
+    @override
+    def teardown(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.close()
+            self._watchdog = None
+        super().teardown()
 
 
 class HCCLCollectivesHooks(HCCLCollectiveOps, DDPStrategy):

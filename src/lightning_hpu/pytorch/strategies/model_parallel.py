@@ -14,11 +14,7 @@ from torch import Tensor
 from typing_extensions import override
 
 from lightning_hpu.distributed import sharding
-from lightning_hpu.distributed.context_parallel import (
-    ContextParallelMixin,
-    check_context_parallel_size,
-    connect_attention,
-)
+from lightning_hpu.distributed.context_parallel import ContextParallelMixin, connect_attention
 from lightning_hpu.distributed.hccl import init_hccl_process_group
 from lightning_hpu.pytorch.plugins.model_parallel_precision import HPUModelParallelPrecisionPlugin
 from lightning_hpu.pytorch.strategies.base import HPUStrategyHooks
@@ -61,20 +57,6 @@ class HPUModelParallelStrategy(HPUStrategyHooks, HCCLCollectiveOps, ContextParal
     def hpu_precision(precision: str) -> HPUModelParallelPrecisionPlugin:
         """The precision plugin the connector gives this strategy for ``Trainer(precision=...)`` on HPU."""
         return HPUModelParallelPrecisionPlugin(precision)
-
-    @override
-    def _configure_launcher(self) -> None:
-        sharding.check_before_launch(
-            self.strategy_name, self.num_nodes, self.num_processes, tensor_parallel_size=self._tensor_parallel_size
-        )
-        check_context_parallel_size(
-            self._context_parallel_size,
-            self._data_parallel_size,
-            self._tensor_parallel_size,
-            self.num_nodes,
-            self.num_processes,
-        )
-        super()._configure_launcher()
 
     @override
     def setup_environment(self) -> None:

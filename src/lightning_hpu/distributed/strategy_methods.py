@@ -1,0 +1,44 @@
+"""The base of the strategy mixins written once for the Trainer and Fabric (``ContextParallelMixin``, ...).
+
+Lightning's Trainer and Fabric strategies are two class trees that declare the same methods. A mixin shared by both
+derives, for the type checker, from :class:`StrategyMethods`, the methods and attributes both trees declare, so its
+``@override`` and ``super()`` calls are checked against them; at run time it derives from ``object`` and is mixed
+in before the Lightning strategy it extends.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import torch
+    from lightning.fabric.plugins import ClusterEnvironment
+    from torch import Tensor
+
+    _T = TypeVar("_T")
+
+    class StrategyMethods:
+        """What Lightning's ``Strategy`` and ``ParallelStrategy`` (Trainer and Fabric alike) declare."""
+
+        strategy_name: str
+        num_nodes: int
+        world_size: int
+        global_rank: int
+        local_rank: int
+        parallel_devices: list[torch.device] | None
+        cluster_environment: ClusterEnvironment | None
+        _timeout: Any
+
+        @property
+        def root_device(self) -> torch.device: ...
+        @property
+        def num_processes(self) -> int: ...
+        def _configure_launcher(self) -> None: ...
+        def setup_environment(self) -> None: ...
+        def barrier(self, name: str | None = None) -> None: ...
+        def all_gather(self, tensor: Tensor, group: Any | None = None, sync_grads: bool = False) -> Tensor: ...
+        def broadcast(self, obj: _T, src: int = 0) -> _T: ...
+        def teardown(self) -> None: ...
+
+else:
+    StrategyMethods = object

@@ -94,7 +94,7 @@ class LightningWatcher:
             spec = finder.find_spec(name, path, target)
             if spec is not None:
                 if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _RegisteringLoader(spec.loader)
+                    spec.loader = _RegisteringLoader(spec.loader)  # type: ignore[assignment]  # duck-typed
                 return spec
         return None
 
@@ -104,7 +104,7 @@ def install() -> None:
     imported before (by another ``.pth`` file) are registered with at once."""
     if switched_off() or LightningWatcher in sys.meta_path:
         return
-    sys.meta_path.insert(0, LightningWatcher)  # type: ignore[arg-type]
+    sys.meta_path.insert(0, LightningWatcher)
     for name in WATCHED:
         if name in sys.modules:
             registered(name)

@@ -1,4 +1,4 @@
-"""One-HPU scenarios written against ``lightning`` and run unchanged against ``pytorch_lightning`` too (``namespaces.py``).
+"""One-HPU scenarios written against ``lightning``, run unchanged against ``pytorch_lightning`` too (``namespaces.py``).
 
 ``python namespace_scenarios.py OUT_DIR eager|lazy`` (with ``LIGHTNING_HPU_BACKEND=cpu``) runs the scenarios of that
 mode through :func:`namespaces.import_scenario`, so under ``LIGHTNING_HPU_TEST_NAMESPACE=standalone`` every

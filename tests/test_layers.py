@@ -2,7 +2,8 @@
 
 * ``lightning_hpu.fabric`` and everything it imports never imports ``lightning.pytorch``, as Lightning's own
   ``lightning.fabric`` does not: every ``import`` statement counts, at module level or inside a function, and so do
-  the packages Python runs on the way to a module (``lightning_hpu.pytorch.strategies`` for ``lightning_hpu.pytorch.strategies.x``),
+  the packages Python runs on the way to a module (``lightning_hpu.pytorch.strategies`` for
+  ``lightning_hpu.pytorch.strategies.x``),
   except the top-level ``lightning_hpu`` package, which, like ``lightning/__init__.py``, wires everything together.
 * The CPU stand-in (``gaudi_standin``) is a layer below everything: it imports neither Lightning nor
   ``lightning_hpu``, and no module of ``lightning_hpu`` imports it (the package reaches it through
@@ -270,6 +271,9 @@ def test_only_the_trainer_layers_import_lightning_pytorch() -> None:
     assert not offending, "\n".join(offending)
 
 
+LIGHTNING_PACKAGES = ("lightning", "pytorch_lightning", "lightning_fabric")
+
+
 def lightning_bound_names(tree: ast.Module) -> set[str]:
     """The names a module binds to Lightning's modules and objects (``import lightning.pytorch as pl``,
     ``from lightning.fabric.strategies import fsdp``, ``from lightning.pytorch import Trainer``)."""
@@ -277,11 +281,10 @@ def lightning_bound_names(tree: ast.Module) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                if _is_under(alias.name, ("lightning", "pytorch_lightning", "lightning_fabric")):
+                if _is_under(alias.name, LIGHTNING_PACKAGES):
                     names.add(alias.asname or alias.name.split(".")[0])
-        elif isinstance(node, ast.ImportFrom) and not node.level:
-            if _is_under(node.module or "", ("lightning", "pytorch_lightning", "lightning_fabric")):
-                names.update(alias.asname or alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and _is_under(node.module or "", LIGHTNING_PACKAGES):
+            names.update(alias.asname or alias.name for alias in node.names)
     return names
 
 

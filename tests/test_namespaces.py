@@ -66,7 +66,8 @@ seen["lightning_fabric_auto"] = type(Fabric().accelerator).__module__
 import lightning_hpu
 from lightning_hpu import standalone
 refused = []
-for trainer_cls, strategy in ((pl.Trainer, lightning_hpu.HPUParallelStrategy()), (L.Trainer, standalone.HPUParallelStrategy())):
+pairs = ((pl.Trainer, lightning_hpu.HPUParallelStrategy()), (L.Trainer, standalone.HPUParallelStrategy()))
+for trainer_cls, strategy in pairs:
     try:
         trainer_cls(accelerator="hpu", strategy=strategy, **quiet)
     except lightning_hpu.HPUConfigurationError as error:

@@ -1,4 +1,5 @@
-"""lightning-habana's module paths under ``lightning_hpu`` (``lightning_hpu.support.lightning_habana_paths``), and the peer
+"""lightning-habana's module paths under ``lightning_hpu`` (``lightning_hpu.support.lightning_habana_paths``), and the
+peer
 suite's renaming layer (``scripts/peer/lightning_habana_alias.py``), which renames the package and nothing else.
 
 A lightning-habana user replaces ``lightning_habana`` with ``lightning_hpu`` in their imports; every module path of

@@ -114,14 +114,14 @@ def test_gaudi2_software_caveat_names_the_stand_in_there() -> None:
 
 
 def test_lightnings_own_torch_deprecations_are_hidden_and_nothing_else(monkeypatch: pytest.MonkeyPatch) -> None:
-    from lightning_hpu.integration import registration, third_party_warnings
+    from lightning_hpu.integration import quiet_warnings, registration
 
     def warn(message: str, module: str) -> None:
         warnings.warn_explicit(message, FutureWarning, "file.py", 1, module=module)
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.resetwarnings()  # Python's defaults show every FutureWarning
-        third_party_warnings.hide_lightning_noise()
+        quiet_warnings.hide_lightning_noise()
         leafspec = "`isinstance(treespec, LeafSpec)` is deprecated, use `isinstance(treespec, TreeSpec)` instead."
         warn(leafspec, "lightning.pytorch.utilities._pytree")
         warn(leafspec, "my_code")  # the same words from elsewhere are not Lightning's
@@ -130,7 +130,7 @@ def test_lightnings_own_torch_deprecations_are_hidden_and_nothing_else(monkeypat
     summary = "lightning.pytorch.utilities.model_summary.model_summary"
     with warnings.catch_warnings(record=True) as caught:
         warnings.resetwarnings()
-        third_party_warnings.hide_lightning_noise()
+        quiet_warnings.hide_lightning_noise()
         for precision in ("bf16-mixed", "64-true"):  # 64-true: Lightning's estimate would be wrong, so it stays
             message = f"Precision {precision} is not supported by the model summary. Using 32 bits instead."
             warnings.warn_explicit(message, UserWarning, "model_summary.py", 242, module=summary)
@@ -142,11 +142,12 @@ def test_lightnings_own_torch_deprecations_are_hidden_and_nothing_else(monkeypat
 
 
 def test_hidden_warnings_do_not_override_the_users_filters() -> None:
+    from lightning_hpu.integration import quiet_warnings
 
     with warnings.catch_warnings():
         warnings.resetwarnings()
         warnings.simplefilter("error", FutureWarning)  # as `python -W error::FutureWarning`
-        third_party_warnings.hide_lightning_noise()
+        quiet_warnings.hide_lightning_noise()
         with pytest.raises(FutureWarning):
             warnings.warn_explicit(
                 "`isinstance(treespec, LeafSpec)` is deprecated",

@@ -4,7 +4,8 @@
 of each named scenario module in turn, writing under ``OUT_DIR/NAME``. The first Trainer or Fabric starts rank 1,
 which re-runs this same command line, so both ranks run the same scenarios in the same order; the later ones reuse
 the process group. With ``LIGHTNING_HPU_TEST_NAMESPACE=standalone`` they run against ``pytorch_lightning`` and
-``lightning_fabric`` (``namespaces.py``). A scenario that compiles resets TorchDynamo and counts from its own start; the first error stops the
+``lightning_fabric`` (``namespaces.py``). A scenario that compiles resets TorchDynamo and counts from its own start;
+the first error stops the
 launch.
 """
 

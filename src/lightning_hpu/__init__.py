@@ -64,8 +64,8 @@ __version__ = "0.1.0"
 HPUDDPStrategy = HPUParallelStrategy
 HPUFSDPPrecision = HPUFSDPPrecisionPlugin
 
-#: Ray Train's HPU strategies (:mod:`lightning_hpu.pytorch.ray`), imported on first use: ``import lightning_hpu`` does not
-#: import Ray, which is an optional dependency (``pip install 'lightning-hpu[ray]'``).
+#: Ray Train's HPU strategies (:mod:`lightning_hpu.pytorch.ray`), imported on first use: ``import lightning_hpu``
+#: does not import Ray, which is an optional dependency (``pip install 'lightning-hpu[ray]'``).
 _RAY_NAMES = ("HPURayDDPStrategy", "HPURayDeepSpeedStrategy", "HPURayFSDPStrategy")
 
 

@@ -6,7 +6,8 @@ compiles again with them (:mod:`lightning_hpu.integration.compile_default_backen
 * Fabric's ``setup`` and ``setup_module`` re-apply them: on an HPU the recorded arguments are made the HPU's first;
 * the Trainer's ``from_compiled`` (run by ``fit``/``validate``/... for ``torch.compile(model)``) keeps only the
   compiled context: it now also keeps the arguments in the module's ``_compiler_ctx``, so that the HPU strategies'
-  ``setup`` can compile again with the HPU's (:func:`~lightning_hpu.integration.compile_default_backend.recompile_for_hpu`).
+  ``setup`` can compile again with the HPU's
+  (:func:`~lightning_hpu.integration.compile_default_backend.recompile_for_hpu`).
 """
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ For an HPU accelerator:
 * a missing HPU fails with one sentence naming ``LIGHTNING_HPU_BACKEND``, and bad ``devices`` with one naming it;
 * the strategy is an HPU strategy (``hpu_single``, or ``hpu_parallel`` for several devices or nodes), every
   Lightning strategy name maps to its HPU twin with the name's preset settings or is refused naming the HPU strategy
-  to use (:mod:`lightning_hpu.integration.strategy_names`), Lightning's own and Ray Train's strategy objects become their HPU
-  twins with the same arguments (:mod:`lightning_hpu.integration.strategy_objects`, :mod:`lightning_hpu.pytorch.ray`), and other non-HPU
-  strategy objects are refused;
+  to use (:mod:`lightning_hpu.integration.strategy_names`), Lightning's own and Ray Train's strategy objects become
+  their HPU twins with the same arguments (:mod:`lightning_hpu.integration.strategy_objects`,
+  :mod:`lightning_hpu.pytorch.ray`), and other non-HPU strategy objects are refused;
 * the precision plugin is the HPU one (with DeepSpeed, the HPU DeepSpeed precision, which adds fp8).
 """
 

@@ -1,4 +1,5 @@
-"""The "HPU available" start-up line beside Lightning's GPU/TPU lines: ``HPU available: True (GAUDI2, eager), using: 8 HPUs``.
+"""The "HPU available" start-up line beside Lightning's GPU/TPU lines:
+``HPU available: True (GAUDI2, eager), using: 8 HPUs``.
 
 The mode is in it since the same script trains very differently in eager mode (current Gaudi software's default,
 ``torch.compile`` for speed) and in the legacy lazy mode.

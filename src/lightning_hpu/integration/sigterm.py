@@ -1,4 +1,5 @@
-"""The patch that routes Lightning's SIGTERM agreement to :class:`~lightning_hpu.pytorch.strategies.sigterm.SigtermAgreement`.
+"""The patch that routes Lightning's SIGTERM agreement to
+:class:`~lightning_hpu.pytorch.strategies.sigterm.SigtermAgreement`.
 
 * ``_TrainingEpochLoop._broadcast_sigterm_tensor`` (a device broadcast and ``.item()`` per training batch) becomes a
   host-side vote; when the ranks agree, Lightning's ``received_sigterm`` is set on every rank and

@@ -3,9 +3,9 @@
 LitGPT and many scripts build ``FSDPStrategy(auto_wrap_policy={Block}, ...)`` or ``DDPStrategy(...)`` themselves.
 With ``accelerator="hpu"`` the connectors (:mod:`lightning_hpu.integration.connectors`, Trainer and Fabric alike)
 pass such an object to :func:`hpu_twin_of`, which builds its HPU twin (:data:`HPU_OBJECT_TWINS`) from the arguments
-the object was built with (:func:`lightning_hpu.integration.strategy_arguments.named_arguments`: why recorded arguments, not
-attributes, is said there) and logs one line saying so. An argument the HPU cannot honour (:func:`refusal`) is
-refused with one sentence naming it, before any process starts.
+the object was built with (:func:`lightning_hpu.integration.strategy_arguments.named_arguments`: why recorded
+arguments, not attributes, is said there) and logs one line saying so. An argument the HPU cannot honour
+(:func:`refusal`) is refused with one sentence naming it, before any process starts.
 """
 
 from __future__ import annotations

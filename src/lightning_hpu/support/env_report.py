@@ -41,8 +41,9 @@ def _major_minor_range(tested: VersionRange) -> tuple[tuple[int, int], tuple[int
     return (lowest[0], lowest[1]), (below[0], below[1] - 1)
 
 
-#: The (major, minor) ranges lightning-hpu is tested with, inclusive (from :data:`~lightning_hpu.support.versions.TESTED`,
-#: which ``pyproject.toml`` states too): a version outside gets a warning.
+#: The (major, minor) ranges lightning-hpu is tested with, inclusive (from
+#: :data:`~lightning_hpu.support.versions.TESTED`, which ``pyproject.toml`` states too): a version outside gets a
+#: warning.
 SUPPORTED_VERSIONS: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {
     _REPORTED_NAMES[tested.name]: _major_minor_range(tested) for tested in TESTED
 }

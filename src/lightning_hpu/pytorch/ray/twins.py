@@ -1,8 +1,8 @@
 """Ray's strategy objects, rebuilt as their HPU twins with the arguments the user gave them.
 
 The Trainer's connector calls :func:`hpu_twin_of` for a Ray strategy object given with ``accelerator="hpu"``
-(:data:`lightning_hpu.integration.strategy_names.HPU_STRATEGY_OBJECT_TWINS`), so a script written from Ray's documentation runs
-on HPUs with only ``accelerator="hpu"`` and ``import lightning_hpu`` added.
+(:data:`lightning_hpu.integration.strategy_names.HPU_STRATEGY_OBJECT_TWINS`), so a script written from Ray's
+documentation runs on HPUs with only ``accelerator="hpu"`` and ``import lightning_hpu`` added.
 """
 
 from __future__ import annotations

@@ -4,9 +4,9 @@ Both go into site-packages, with ``pip install .`` and ``pip install -e .``, and
 before it imports anything, so that a Python process that uses neither pays next to nothing
 (``benchmarks/startup_cost.py``):
 
-* ``lightning_hpu.pth`` puts ``lightning_hpu_autoload``'s watcher on ``sys.meta_path`` (unless
-  ``LIGHTNING_HPU_AUTOLOAD=0``), so that Lightning learns ``accelerator="hpu"`` as soon as it is imported, in every
-  process, without ``import lightning_hpu``;
+* ``lightning_hpu.pth`` puts a watcher on ``sys.meta_path`` (unless ``LIGHTNING_HPU_AUTOLOAD=0``), so that Lightning
+  learns ``accelerator="hpu"`` as soon as it is imported, in every process, without ``import lightning_hpu``
+  (``lightning_hpu_autoload``);
 * ``lightning_hpu_emulation.pth`` installs the CPU stand-in's Gaudi emulation only when ``LIGHTNING_HPU_BACKEND=cpu``
   chose it (``gaudi_standin.startup.install_if_requested``), so that a script importing ``habana_frameworks`` first,
   and the processes Lightning starts for DDP, find it.
@@ -21,9 +21,13 @@ from setuptools.command.build import build
 
 #: Each start-up file with its one line (a ``.pth`` line that starts with ``import`` is run by ``site``).
 PTH_FILES = {
+    # The watcher is built here, not imported: a process that never imports Lightning imports nothing for it. It asks
+    # lightning_hpu_autoload.find_spec only for Lightning's three top-level packages.
     "lightning_hpu.pth": (
-        "import os; os.environ.get('LIGHTNING_HPU_AUTOLOAD', '1').strip().lower() in ('0', 'false', 'no', 'off')"
-        " or __import__('lightning_hpu_autoload').install()\n"
+        "import os, sys; os.environ.get('LIGHTNING_HPU_AUTOLOAD', '1').strip().lower() in ('0', 'false', 'no', 'off')"
+        " or sys.meta_path.insert(0, type('LightningHPUWatcher', (), {'find_spec': staticmethod(lambda name, path=None,"
+        " target=None: __import__('lightning_hpu_autoload').find_spec(name, path, target) if name in ('lightning',"
+        " 'pytorch_lightning', 'lightning_fabric') else None)}))\n"
     ),
     "lightning_hpu_emulation.pth": (
         "import os; os.environ.get('LIGHTNING_HPU_BACKEND', '').strip().lower() == 'cpu'"

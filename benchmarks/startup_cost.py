@@ -83,8 +83,7 @@ def main() -> None:
     for label, medians in rows.items():
         ratio = medians["with"] / medians["without"]
         print(
-            f"  {label:28s} {medians['without'] * 1000:7.1f} ms / {medians['with'] * 1000:7.1f} ms"
-            f"   ratio {ratio:.3f}"
+            f"  {label:28s} {medians['without'] * 1000:7.1f} ms / {medians['with'] * 1000:7.1f} ms   ratio {ratio:.3f}"
         )
     plots.bars(
         "startup_cost",

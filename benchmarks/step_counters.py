@@ -7,8 +7,8 @@ per process,
   ``bool()``/``int()``/``float()`` of a tensor) and the backend's ``synchronize``;
 * every collective of the stand-in's ``"hccl"`` process group (the device's collectives, whether Python or DDP's
   C++ reducer calls them) and the ``torch.distributed`` functions, by name;
-* the host-side SIGTERM vote (:class:`lightning_hpu.pytorch.strategies.sigterm.HostFlagVote`), counted apart: it runs on a
-  gloo group and never touches the device.
+* the host-side SIGTERM vote (:class:`lightning_hpu.pytorch.strategies.sigterm.HostFlagVote`), counted apart: it runs
+  on a gloo group and never touches the device.
 
 :class:`CountSteadySteps` turns counting on at the start of batch ``warmup`` and off ``steps`` batches later, so
 the window holds whole training batches (the loop's per-batch work at their start included) and no set-up.
@@ -29,8 +29,8 @@ from lightning.pytorch import Callback, LightningModule, Trainer
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from gaudi_standin.process_group import HCCLStandInProcessGroup
-from lightning_hpu.runtime import require_backend
 from lightning_hpu.pytorch.strategies import sigterm
+from lightning_hpu.runtime import require_backend
 
 HOST_SYNC_METHODS = ("item", "tolist", "numpy", "cpu", "__bool__", "__int__", "__float__", "__index__")
 DEVICE_COLLECTIVES = (

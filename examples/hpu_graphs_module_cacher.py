@@ -18,8 +18,7 @@ from lightning.pytorch import LightningModule, Trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_hpu import HPUAccelerator, run_script
-from lightning_hpu import HPUGraphs, ModuleCacher
+from lightning_hpu import HPUAccelerator, HPUGraphs, ModuleCacher, run_script
 
 # HPU graphs exist in lazy mode only; current Gaudi software runs eager unless PT_HPU_LAZY_MODE=1. The bridge reads
 # the variable when it is first imported, which the package does on first use, after this line.

@@ -27,8 +27,7 @@ from transformers import BertConfig, BertForSequenceClassification, GPT2Config, 
 from transformers.models.bert.modeling_bert import BertLayer
 from transformers.models.gpt2.modeling_gpt2 import GPT2Block
 
-from lightning_hpu import HPUCompile, HPUParallelStrategy, HPUThroughputMonitor, run_script
-from lightning_hpu import GaudiConfig, HPULossLogger
+from lightning_hpu import GaudiConfig, HPUCompile, HPULossLogger, HPUParallelStrategy, HPUThroughputMonitor, run_script
 
 #: Habana/gpt2's gaudi_config.json (also Habana/bert-base-uncased's).
 GAUDI_CONFIG = Path(__file__).with_name("gaudi_config.json")

@@ -2,8 +2,8 @@
 
 It renames the package and nothing else: every name of ``lightning_habana.X`` is read from ``lightning_hpu.X``,
 which lightning-hpu provides for every module path of lightning-habana 1.7
-(:mod:`lightning_hpu.support.lightning_habana_paths`), as a user who replaced ``lightning_habana`` with ``lightning_hpu`` in
-their imports gets. The only additions are three private names of lightning-habana that its tests import (version flags
+(:mod:`lightning_hpu.support.lightning_habana_paths`), as a user who replaced ``lightning_habana`` with
+``lightning_hpu`` in their imports gets. The only additions are three private names of lightning-habana that its tests import (version flags
 and a DeepSpeed availability flag), which no user code should need. Loaded with ``pytest -p lightning_habana_alias``
 before the suite's conftest imports ``lightning_habana``.
 """

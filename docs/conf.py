@@ -98,6 +98,7 @@ html_show_sourcelink = False
 # coming-from-optimum-habana, context-parallelism).
 GUIDE_PAGES = [
     "getting-started",
+    "every-lightning-package",
     "cpu-standin",
     "accelerator-and-devices",
     "single-device",

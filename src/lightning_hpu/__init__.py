@@ -5,7 +5,7 @@ Lightning's Trainer and Fabric as soon as Lightning is imported (:mod:`lightning
 ``LIGHTNING_HPU_AUTOLOAD=0``), and importing it does the same; it opens no device and starts no process. The classes
 for the standalone ``pytorch_lightning`` and ``lightning_fabric`` are in :mod:`lightning_hpu.standalone`. Without a
 Gaudi, set ``LIGHTNING_HPU_BACKEND=cpu`` to run everything on the CPU stand-in. Where HPUs are expected and the torch,
-Lightning or Python version is outside the tested ones (README "Supported versions"), it warns once.
+Lightning or Python version is outside the tested ones (docs/guide/supported-versions.md), it warns once.
 """
 
 from typing import Any
@@ -60,7 +60,7 @@ from lightning_hpu.support.versions import UntestedVersionWarning, warn_if_untes
 
 __version__ = "0.1.0"
 
-#: lightning-habana's names for the same classes (README, "Coming from lightning-habana").
+#: lightning-habana's names for the same classes (docs/guide/coming-from-lightning-habana.md).
 HPUDDPStrategy = HPUParallelStrategy
 HPUFSDPPrecision = HPUFSDPPrecisionPlugin
 

@@ -1,4 +1,5 @@
-"""Registering HPU names with Lightning's registries and connectors: the only side effect of the import."""
+"""Registering HPU names with Lightning's registries and connectors (by ``import lightning_hpu``, and by
+:mod:`lightning_hpu.integration.autoload` when Lightning is imported)."""
 
 from __future__ import annotations
 

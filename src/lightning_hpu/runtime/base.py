@@ -2,8 +2,8 @@
 
 The rest of the package never imports ``habana_frameworks``; it asks the :class:`HPUBackend` of the process (see
 :func:`lightning_hpu.runtime.get_backend`) instead. Its one implementation, :class:`~lightning_hpu.runtime.bridge.
-BridgeBackend`, calls the bridge's API, on a Gaudi and on the CPU stand-in (which serves that API); tests may put a
-fake behind the same interface.
+BridgeBackend`, calls the bridge's API, on a Gaudi and on the CPU stand-in (which serves that API), so the code the
+tests run is the code that drives a Gaudi.
 """
 
 from __future__ import annotations

@@ -31,17 +31,17 @@ renaming.install()
 def register() -> None:
     """Register the HPU accelerator, strategies, precision and profiler names with ``pytorch_lightning`` and
     ``lightning_fabric``, and teach their connectors HPU (idempotent; done when either is imported)."""
-    importlib.import_module(f"{renaming.TWIN}.integration.registration").register_all()
+    importlib.import_module(f"{renaming.STANDALONE}.integration.registration").register_all()
 
 
-def twin_of(value: Any) -> Any:
+def standalone_of(value: Any) -> Any:
     """``value`` (a class, function or module of ``lightning_hpu``) as built for the standalone packages: the same
     object where it does not depend on Lightning."""
     module = value.__name__ if isinstance(value, ModuleType) else getattr(value, "__module__", None)
-    if not isinstance(module, str) or module not in renaming.twinned_modules():
+    if not isinstance(module, str) or module not in renaming.renamed_modules():
         return value
-    twin = importlib.import_module(renaming.TWIN + module[len(renaming.SOURCE) :])
-    return twin if isinstance(value, ModuleType) else getattr(twin, value.__name__)
+    built = importlib.import_module(renaming.STANDALONE + module[len(renaming.SOURCE) :])
+    return built if isinstance(value, ModuleType) else getattr(built, value.__name__)
 
 
 def __getattr__(name: str) -> Any:
@@ -53,10 +53,10 @@ def __getattr__(name: str) -> Any:
         value = getattr(lightning_hpu, name)
     except AttributeError:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    return twin_of(value)
+    return standalone_of(value)
 
 
 def __dir__() -> list[str]:
     import lightning_hpu
 
-    return sorted({*lightning_hpu.__all__, "register", "twin_of"})
+    return sorted({*lightning_hpu.__all__, "register", "standalone_of"})

@@ -2,11 +2,11 @@
 
 Lightning makes its standalone distributions from one source by renaming imports (``lightning.pytorch`` becomes
 ``pytorch_lightning``, ``lightning.fabric`` becomes ``lightning_fabric``); so does this module, when a module is
-first imported: :class:`TwinFinder` serves ``lightning_hpu.standalone.<name>`` by running the source of
+first imported: :class:`StandaloneFinder` serves ``lightning_hpu.standalone.<name>`` by running the source of
 ``lightning_hpu.<name>`` with those names renamed, and with ``lightning_hpu.<x>`` renamed to
-``lightning_hpu.standalone.<x>`` for every module that is twinned too.
+``lightning_hpu.standalone.<x>`` for every module that is renamed too.
 
-A module is twinned when it reaches Lightning through its imports (:func:`twinned_modules`); the Lightning-free
+A module is renamed when it reaches Lightning through its imports (:func:`renamed_modules`); the Lightning-free
 modules (the runtime seam, HPU graphs, fp8, data, ...) are shared, so there is one backend per process and an
 ``HPUGraph`` is the same class under both namespaces. Tracebacks point at the real source files.
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 
 SOURCE = "lightning_hpu"
-TWIN = "lightning_hpu.standalone"
+STANDALONE = "lightning_hpu.standalone"
 ROOT = Path(__file__).resolve().parents[1]
 #: Lightning's unified names and the standalone packages they are renamed to.
 RENAMES = {"lightning.pytorch": "pytorch_lightning", "lightning.fabric": "lightning_fabric"}
@@ -65,7 +65,7 @@ def _under(module: str, names: tuple[str, ...]) -> bool:
 
 
 @cache
-def twinned_modules() -> frozenset[str]:
+def renamed_modules() -> frozenset[str]:
     """The modules of lightning-hpu that reach Lightning through their imports, and the packages that hold them (the
     top-level package excluded)."""
     modules = {
@@ -74,18 +74,18 @@ def twinned_modules() -> frozenset[str]:
         if "__pycache__" not in path.parts and path.parent != ROOT.parent
     }
     modules.pop(SOURCE, None)
-    modules = {name: path for name, path in modules.items() if not _under(name, (TWIN,))}
+    modules = {name: path for name, path in modules.items() if not _under(name, (STANDALONE,))}
     imports = {name: _imports(path) for name, path in modules.items()}
-    twinned = {name for name, found in imports.items() if any(_under(m, LIGHTNING) for m in found)}
+    renamed = {name for name, found in imports.items() if any(_under(m, LIGHTNING) for m in found)}
     changed = True
     while changed:
         changed = False
         for name, found in imports.items():
-            if name not in twinned and any(m in twinned for m in found):
-                twinned.add(name)
+            if name not in renamed and any(m in renamed for m in found):
+                renamed.add(name)
                 changed = True
-    parents = {name.rpartition(".")[0] for name in twinned} - {SOURCE}  # a twinned module's package is twinned too
-    return frozenset(name for name in twinned | parents if not _under(name, ALWAYS_SHARED))
+    parents = {name.rpartition(".")[0] for name in renamed} - {SOURCE}  # a renamed module's package is renamed too
+    return frozenset(name for name in renamed | parents if not _under(name, ALWAYS_SHARED))
 
 
 _LIGHTNING_NAME = re.compile(r"\blightning\.(pytorch|fabric)\b")
@@ -94,23 +94,23 @@ _FROM_TOP = re.compile(r"^(\s*)from lightning_hpu import ", re.MULTILINE)
 
 
 def _rename_package_reference(match: re.Match[str]) -> str:
-    """``lightning_hpu.a.b.c`` renamed to the twin when its longest module prefix is twinned."""
+    """``lightning_hpu.a.b.c`` renamed to its standalone build when its longest module prefix is renamed."""
     parts = match.group(1).split(".")[1:]
     for end in range(len(parts), 0, -1):
-        if f"{SOURCE}.{'.'.join(parts[:end])}" in twinned_modules():
-            return f"{TWIN}{match.group(1)}"
+        if f"{SOURCE}.{'.'.join(parts[:end])}" in renamed_modules():
+            return f"{STANDALONE}{match.group(1)}"
     return match.group(0)
 
 
 def rename(source: str) -> str:
-    """``source`` as it reads against the standalone packages and the twinned modules."""
+    """``source`` as it reads against the standalone packages and the renamed modules."""
     source = _LIGHTNING_NAME.sub(lambda m: RENAMES[m.group(0)], source)
-    source = _FROM_TOP.sub(rf"\1from {TWIN} import ", source)
+    source = _FROM_TOP.sub(rf"\1from {STANDALONE} import ", source)
     return _PACKAGE_NAME.sub(_rename_package_reference, source)
 
 
-class TwinLoader(importlib.abc.Loader):
-    """Runs the renamed source of one twinned module."""
+class RenamedSourceLoader(importlib.abc.Loader):
+    """Runs the renamed source of one renamed module."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -121,7 +121,7 @@ class TwinLoader(importlib.abc.Loader):
 
 
 class SharedLoader(importlib.abc.Loader):
-    """Serves a Lightning-free module under the twin's name as the very module of ``lightning_hpu``
+    """Serves a Lightning-free module under its standalone name as the very module of ``lightning_hpu``
     (``from lightning_hpu.standalone.distributed import elastic``)."""
 
     def __init__(self, source_name: str) -> None:
@@ -134,24 +134,24 @@ class SharedLoader(importlib.abc.Loader):
         """The shared module has run already."""
 
 
-class TwinFinder(importlib.abc.MetaPathFinder):
-    """Serves ``lightning_hpu.standalone.<name>``: the renamed source of a twinned module ``lightning_hpu.<name>``,
+class StandaloneFinder(importlib.abc.MetaPathFinder):
+    """Serves ``lightning_hpu.standalone.<name>``: the renamed source of a renamed module ``lightning_hpu.<name>``,
     the module itself where it is shared."""
 
     def find_spec(
         self, fullname: str, path: object = None, target: object = None
     ) -> importlib.machinery.ModuleSpec | None:
-        if not fullname.startswith(TWIN + "."):
+        if not fullname.startswith(STANDALONE + "."):
             return None
-        source_name = SOURCE + fullname[len(TWIN) :]
+        source_name = SOURCE + fullname[len(STANDALONE) :]
         source_file = _source_file(source_name)
         if source_file is None:
             return None
-        if source_name not in twinned_modules():
+        if source_name not in renamed_modules():
             return importlib.machinery.ModuleSpec(fullname, SharedLoader(source_name))
         is_package = source_file.name == "__init__.py"
         spec = importlib.machinery.ModuleSpec(
-            fullname, TwinLoader(source_file), origin=str(source_file), is_package=is_package
+            fullname, RenamedSourceLoader(source_file), origin=str(source_file), is_package=is_package
         )
         if is_package:
             spec.submodule_search_locations = []  # submodules come from this finder, never from a folder
@@ -160,6 +160,6 @@ class TwinFinder(importlib.abc.MetaPathFinder):
 
 
 def install() -> None:
-    """Put :class:`TwinFinder` first on ``sys.meta_path`` (once)."""
-    if not any(isinstance(finder, TwinFinder) for finder in sys.meta_path):
-        sys.meta_path.insert(0, TwinFinder())
+    """Put :class:`StandaloneFinder` first on ``sys.meta_path`` (once)."""
+    if not any(isinstance(finder, StandaloneFinder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, StandaloneFinder())

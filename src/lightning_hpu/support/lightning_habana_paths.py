@@ -3,9 +3,9 @@
 ``from lightning_habana.pytorch.strategies.deepspeed import HPUDeepSpeedStrategy`` becomes
 ``from lightning_hpu.pytorch.strategies.deepspeed import HPUDeepSpeedStrategy``, and so on for every module of
 lightning-habana 1.7 (``pytorch.*``, ``fabric.*``, ``utils.*``). These modules hold no code of their own: each name
-resolves, when first read, to the class or function README's "Coming from lightning-habana" table names, and a name
-that was not carried over fails its import with one sentence saying what to use instead. A finder placed behind
-every real one on ``sys.meta_path`` serves them, so a module of this package that exists as a file always wins:
+resolves, when first read, to the class or function the table of docs/guide/coming-from-lightning-habana.md names,
+and a name that was not carried over fails its import with one sentence saying what to use instead. A finder placed
+behind every real one on ``sys.meta_path`` serves them, so a module of this package that exists as a file always wins:
 ``lightning_hpu.fabric.strategies.{parallel,single,fsdp}`` and ``lightning_hpu.fabric.plugins.{precision,
 fsdp_precision}`` are such real modules, holding the classes lightning-habana's modules of those names exported.
 """
@@ -128,7 +128,7 @@ FABRIC_PACKAGE_NAMES = _FABRIC
 #: lightning-habana's data packages, served by the package of this one holding the same files.
 DATA_PACKAGES = {"lightning_hpu.pytorch.plugins.quant_config.fp8": "lightning_hpu.fp8.configs"}
 
-#: Names lightning-habana exported that are not carried over, and what to do instead (README's table).
+#: Names lightning-habana exported that are not carried over, and what to do instead (that page's table).
 NOT_CARRIED_OVER = {
     "HPUDataModule": "it fed Habana's media pipe for one model family; use a torch DataLoader",
     "get_hpu_synapse_version": "`hl-smi -v` prints the Synapse version",
@@ -153,7 +153,7 @@ def module_getattr(module_name: str, table: dict[str, Target]) -> Callable[[str]
         if name in NOT_CARRIED_OVER:
             raise ImportError(
                 f"lightning-habana's {name} is not carried over to lightning-hpu ({module_name}): "
-                f"{NOT_CARRIED_OVER[name]} (README, 'Coming from lightning-habana')."
+                f"{NOT_CARRIED_OVER[name]} (docs/guide/coming-from-lightning-habana.md)."
             )
         raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
 

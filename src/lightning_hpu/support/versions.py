@@ -1,10 +1,10 @@
 """The torch, Lightning and Python versions lightning-hpu is tested with, and every difference between them it handles.
 
 Intel Gaudi software ships its own torch build (Intel Gaudi 1.23: torch 2.9; 1.24: torch 2.10), so the package
-runs on the torch of the user's image, not on one it picks. :data:`TESTED` is the matrix CI runs (README
-"Supported versions"; ``pyproject.toml`` states the same ranges): outside it, ``import lightning_hpu`` warns once
-(:func:`warn_if_untested`) and goes on. A version difference that needs a branch becomes a function here, named
-for the fact it tests and saying the versions it is for, so code never compares ``torch.__version__`` itself.
+runs on the torch of the user's image, not on one it picks. :data:`TESTED` is the matrix CI runs
+(docs/guide/supported-versions.md; ``pyproject.toml`` states the same ranges): outside it, ``import lightning_hpu``
+warns once (:func:`warn_if_untested`) and goes on. A version difference that needs a branch becomes a function here,
+named for the fact it tests and saying the versions it is for, so code never compares ``torch.__version__`` itself.
 
 The differences met so far, and where each is handled (none needs a branch yet), with the test that shows it on
 the leg where it shows (``scripts/test.sh --leg oldest|newest|gaudi-1.24``; docs/guide/supported-versions.md):
@@ -128,7 +128,7 @@ def warn_if_untested(versions: dict[str, str] | None = None) -> None:
     tested = ", ".join(str(r) for r in TESTED)
     warnings.warn(
         f"lightning-hpu is tested with {tested}; this environment has {', '.join(outside)}, outside that range,"
-        " so it may work but is untested (see the README's 'Supported versions').",
+        " so it may work but is untested (see docs/guide/supported-versions.md).",
         UntestedVersionWarning,
         stacklevel=2,
     )

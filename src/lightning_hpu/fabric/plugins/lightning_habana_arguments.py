@@ -2,7 +2,7 @@
 
 lightning-habana's precision plugins took ``device="hpu"`` (the only device they ran on) and converted fp8 models
 with ``plugin.convert_modules(module, inference=False, replace_layers=False, recipe=None, quant=True,
-fp8_data_path=None)``. Both are accepted here (README, "Coming from lightning-habana"): any other device is refused,
+fp8_data_path=None)``. Both are accepted here (docs/guide/coming-from-lightning-habana.md): any other device is refused,
 and ``convert_modules`` maps onto this package's fp8 training (layer swap, recipe) and INC inference paths.
 """
 

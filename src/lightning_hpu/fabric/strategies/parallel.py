@@ -153,5 +153,5 @@ class HPUParallelStrategy(FabricHPUStrategyHooks, FabricFusedClipHooks, FabricHC
         register_parallel_names(cls, strategy_registry)
 
 
-#: lightning-habana's name for the same class (README, "Coming from lightning-habana").
+#: lightning-habana's name for the same class (docs/guide/coming-from-lightning-habana.md).
 HPUDDPStrategy = HPUParallelStrategy

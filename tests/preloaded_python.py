@@ -122,7 +122,8 @@ class PreloadedPython:
         with log.open("wb") as output:
             server = subprocess.Popen(
                 [sys.executable, str(HERE), "serve", str(socket_path)],
-                env=env,
+                env={**env, AUTOLOAD_ENV: "0"},  # the server imports Lightning without lightning-hpu; each process
+                # registers it as its own start would have (start_up_hook)
                 stdin=subprocess.DEVNULL,
                 stdout=output,
                 stderr=subprocess.STDOUT,
@@ -335,8 +336,11 @@ def _become(connection: socket.socket, request: _Request) -> Any:
     sys.modules["__main__"] = main
 
     def start_up_hook() -> None:
-        """What this process's start would have done in its environment: the package's ``.pth`` hook at start-up,
-        then torch's loading of out-of-tree device backends while ``import torch`` runs (the stand-in's device)."""
+        """What this process's start would have done in its environment: the package's ``.pth`` hooks at start-up,
+        torch's loading of out-of-tree device backends while ``import torch`` runs (the stand-in's device), and the
+        registration with the Lightning packages the server imported, which the watcher of ``lightning_hpu.pth``
+        would have done when they loaded (a fork registers even if its script never imports Lightning: the one
+        difference from a real start, which costs the fork the import of lightning_hpu)."""
         try:
             import gaudi_standin.startup
         except ImportError:
@@ -347,6 +351,7 @@ def _become(connection: socket.socket, request: _Request) -> Any:
 
         if torch._is_device_backend_autoload_enabled():
             torch._import_device_backends()
+        _run_autoload_pth()
 
     for args, kwargs in _PRELOAD_WARNINGS:  # what the imports printed, now to this process's stderr
         warnings.showwarning(*args, **kwargs)
@@ -371,6 +376,29 @@ def _become(connection: socket.socket, request: _Request) -> Any:
         main.__dict__.update(__file__=script, __cached__=None, __spec__=None, __loader__=None, __package__=None)
         exec(code, main.__dict__)
     return 0
+
+
+AUTOLOAD_ENV = "LIGHTNING_HPU_AUTOLOAD"
+
+
+def _run_autoload_pth() -> None:
+    """Runs the installed ``lightning_hpu.pth`` line (it reads ``LIGHTNING_HPU_AUTOLOAD`` itself), then hands the
+    Lightning packages the server imported to ``lightning_hpu_autoload``, as its watcher would have."""
+    import site
+
+    for directory in [*site.getsitepackages(), site.getusersitepackages()]:
+        pth = Path(directory) / "lightning_hpu.pth"
+        if pth.is_file():
+            exec(pth.read_text(), {})
+            break
+    else:
+        return
+    if any(getattr(finder, "__name__", None) == "LightningHPUWatcher" for finder in sys.meta_path):
+        import lightning_hpu_autoload
+
+        for name in lightning_hpu_autoload.WATCHED:
+            if name in sys.modules:
+                lightning_hpu_autoload.registered(name)
 
 
 def _pythonpath() -> list[str]:

@@ -60,7 +60,8 @@ def test_every_lightning_habana_module_path_serves_its_names_from_the_package(st
             assert getattr(module, name) is not None, f"{module_name}.{name}"
     for module_name, table in MODULES.items():
         module = importlib.import_module(module_name)
-        assert sorted(module.__all__) == sorted(table)
+        if getattr(module, "__file__", None) is None:  # served by the path finder; else a module of the package
+            assert sorted(module.__all__) == sorted(table)
         for name in table:
             assert getattr(module, name) is not None, f"{module_name}.{name}"
 

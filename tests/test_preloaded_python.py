@@ -20,6 +20,7 @@ from tests.test_sigterm import _alive
 PROBE = """
 import json, os, sys, warnings
 import torch
+import lightning  # the server has it imported; a real interpreter registers lightning-hpu when it is (both must)
 reference = torch.ones(2, requires_grad=True)
 (reference * 2).sum().backward()  # torch settles its accelerator here: the device must have loaded with torch
 x = torch.ones(2, device="hpu", requires_grad=True)

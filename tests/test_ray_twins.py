@@ -115,7 +115,8 @@ def test_a_subclass_of_a_ray_strategy_is_refused_naming_the_twin_to_derive_from(
     class MyRayFSDP(RayFSDPStrategy):
         pass
 
-    with pytest.raises(HPUConfigurationError, match=r"MyRayFSDP\(\.\.\.\).*lightning_hpu\.ray\.HPURayFSDPStrategy"):
+    expected = r"MyRayFSDP\(\.\.\.\).*lightning_hpu\.pytorch\.ray\.HPURayFSDPStrategy"
+    with pytest.raises(HPUConfigurationError, match=expected):
         hpu_twin_of(MyRayFSDP())
 
 

@@ -94,12 +94,17 @@ def test_every_block_is_a_program_with_its_environment_or_a_fragment(block: Bloc
         f"{block.where}: start a complete block with '# run: LIGHTNING_HPU_BACKEND=cpu <command>' (the"
         " environment it needs), or mark it '# fragment'"
     )
-    # lightning_hpu registers the HPU names with Lightning; a Gaudi-style script gets hpu from the bridge's import.
+    # Installed, lightning_hpu registers the HPU names when Lightning is imported; a Gaudi-style script gets hpu from
+    # the bridge's import. A complete program uses one or the other.
     assert re.search(
-        r"^\s*(import (lightning_hpu|habana_frameworks)|from (lightning_hpu|habana_frameworks)[.\w]* import)",
+        r"^\s*(import (lightning_hpu|habana_frameworks)|from (lightning_hpu|habana_frameworks)[.\w]* import)"
+        r"|accelerator=[\"']hpu[\"']",
         block.code,
         re.MULTILINE,
-    ), f"{block.where}: a complete program imports lightning_hpu, or habana_frameworks as a Gaudi script does"
+    ), (
+        f"{block.where}: a complete program asks Lightning for accelerator='hpu', imports lightning_hpu, or imports"
+        " habana_frameworks as a Gaudi script does"
+    )
 
 
 def test_the_complete_blocks_run_on_the_stand_in(tmp_path: Path, python_executable: str) -> None:

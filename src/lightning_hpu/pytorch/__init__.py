@@ -4,3 +4,11 @@ Mirrors :mod:`lightning_hpu.fabric` module for module where both sides have the 
 ``lightning.fabric`` do); the Lightning-free pieces both build on live below them (``runtime``, ``distributed``,
 ``device``, ``hpu_graphs``, ``fp8``, ``compile``, ``data``). Every public name is also at ``lightning_hpu.*``.
 """
+
+from typing import Any
+
+
+def __getattr__(name: str) -> Any:  # lightning-habana's names of this module path (coming-from-lightning-habana.md)
+    from lightning_hpu.support.lightning_habana_paths import names_of
+
+    return names_of(__name__)(name)

@@ -160,6 +160,12 @@ def module_getattr(module_name: str, table: dict[str, Target]) -> Callable[[str]
     return lookup
 
 
+def names_of(module_name: str) -> Callable[[str], Any]:
+    """The ``__getattr__`` of a real module that lightning-habana also had (``lightning_hpu.pytorch``,
+    ``lightning_hpu.pytorch.strategies``, ...): its own names first, then lightning-habana's of that path."""
+    return module_getattr(module_name, MODULES.get(module_name, {}))
+
+
 def data_package_spec(fullname: str, package: str) -> importlib.machinery.ModuleSpec | None:
     """A spec for ``fullname`` that loads the data package ``package`` (its files, for ``importlib.resources``)."""
     real = importlib.util.find_spec(package)

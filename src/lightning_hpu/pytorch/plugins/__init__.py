@@ -1,5 +1,7 @@
 """HPU plugins: checkpoint IO and precision (also under DeepSpeed)."""
 
+from typing import Any
+
 from lightning_hpu.fabric.plugins.checkpoint_io import HPUCheckpointIO
 from lightning_hpu.pytorch.plugins.async_checkpoint_io import HPUAsyncCheckpointIO
 from lightning_hpu.pytorch.plugins.deepspeed_precision import HPUDeepSpeedPrecisionPlugin
@@ -15,3 +17,9 @@ __all__ = [
     "HPUModelParallelPrecisionPlugin",
     "HPUPrecisionPlugin",
 ]
+
+
+def __getattr__(name: str) -> Any:  # lightning-habana's names of this module path (coming-from-lightning-habana.md)
+    from lightning_hpu.support.lightning_habana_paths import names_of
+
+    return names_of(__name__)(name)

@@ -44,3 +44,9 @@ class HPUFSDPPrecisionPlugin(HPUFSDPPrecisionMixin, FSDPPrecision):
                 " strategy wrap it (do not wrap it yourself in configure_model) or clip by value."
             )
         clip_grad_norm(float(clip_val))
+
+
+def __getattr__(name: str) -> Any:  # lightning-habana's names of this module path (coming-from-lightning-habana.md)
+    from lightning_hpu.support.lightning_habana_paths import names_of
+
+    return names_of(__name__)(name)

@@ -1,5 +1,7 @@
 """HPU strategies for the Lightning Trainer, one module each, as for Fabric (:mod:`lightning_hpu.fabric.strategies`)."""
 
+from typing import Any
+
 from lightning_hpu.fabric.strategies.hccl import FabricHCCLCollectivesHooks
 from lightning_hpu.pytorch.strategies.base import HPUStrategyHooks, mark_step
 from lightning_hpu.pytorch.strategies.deepspeed import HPUDeepSpeedStrategy
@@ -22,3 +24,9 @@ __all__ = [
     "SingleHPUStrategy",
     "mark_step",
 ]
+
+
+def __getattr__(name: str) -> Any:  # lightning-habana's names of this module path (coming-from-lightning-habana.md)
+    from lightning_hpu.support.lightning_habana_paths import names_of
+
+    return names_of(__name__)(name)

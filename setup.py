@@ -1,15 +1,11 @@
-"""The one build step pyproject.toml cannot declare: the package's start-up files, run at every Python start.
+"""The one build step pyproject.toml cannot declare: the stand-in's start-up file, run at every Python start.
 
-Both go into site-packages, with ``pip install .`` and ``pip install -e .``, and each decides from the environment
-before it imports anything, so that a Python process that uses neither pays next to nothing
-(``benchmarks/startup_cost.py``):
-
-* ``lightning_hpu.pth`` puts a watcher on ``sys.meta_path`` (unless ``LIGHTNING_HPU_AUTOLOAD=0``), so that Lightning
-  learns ``accelerator="hpu"`` as soon as it is imported, in every process, without ``import lightning_hpu``
-  (``lightning_hpu_autoload``);
-* ``lightning_hpu_emulation.pth`` installs the CPU stand-in's Gaudi emulation only when ``LIGHTNING_HPU_BACKEND=cpu``
-  chose it (``gaudi_standin.startup.install_if_requested``), so that a script importing ``habana_frameworks`` first,
-  and the processes Lightning starts for DDP, find it.
+``lightning_hpu_emulation.pth`` goes into site-packages, with ``pip install .`` and ``pip install -e .``. Its one
+line installs the CPU stand-in's Gaudi emulation only when ``LIGHTNING_HPU_BACKEND=cpu`` chose it
+(``gaudi_standin.startup.install_if_requested``), so that a script importing ``habana_frameworks`` first, and the
+processes Lightning starts for DDP, find it. It reads the environment before it imports anything, and is kept short
+(Python compiles it at every start): ``benchmarks/startup_cost.py`` measures it. lightning-hpu's registration with
+Lightning needs no start-up file: it is a ``torch.backends`` entry point (``lightning_hpu_autoload``).
 """
 
 from __future__ import annotations
@@ -19,27 +15,19 @@ import os
 from setuptools import Command, setup
 from setuptools.command.build import build
 
-#: Each start-up file with its one line (a ``.pth`` line that starts with ``import`` is run by ``site``).
+#: The start-up file with its one line (a ``.pth`` line that starts with ``import`` is run by ``site``).
 PTH_FILES = {
-    # The watcher is built here, not imported: a process that never imports Lightning imports nothing for it. It asks
-    # lightning_hpu_autoload.find_spec only for Lightning's three top-level packages.
-    "lightning_hpu.pth": (
-        "import os, sys; os.environ.get('LIGHTNING_HPU_AUTOLOAD', '1').strip().lower() in ('0', 'false', 'no', 'off')"
-        " or sys.meta_path.insert(0, type('LightningHPUWatcher', (), {'find_spec': staticmethod(lambda name, path=None,"
-        " target=None: __import__('lightning_hpu_autoload').find_spec(name, path, target) if name in ('lightning',"
-        " 'pytorch_lightning', 'lightning_fabric') else None)}))\n"
-    ),
     "lightning_hpu_emulation.pth": (
-        "import os; os.environ.get('LIGHTNING_HPU_BACKEND', '').strip().lower() == 'cpu'"
-        " and __import__('gaudi_standin.startup').startup.install_if_requested()\n"
+        "import os;os.environ.get('LIGHTNING_HPU_BACKEND','').lower()=='cpu'"
+        "and __import__('gaudi_standin.startup').startup.install_if_requested()\n"
     ),
 }
 
 
 class build_startup_files(Command):
-    """Writes the ``.pth`` files where the wheel being built takes its site-packages files from."""
+    """Writes the ``.pth`` file where the wheel being built takes its site-packages files from."""
 
-    description = "write the start-up files of lightning-hpu"
+    description = "write the start-up file of the CPU stand-in"
     user_options: list[tuple[str, str | None, str]] = []
 
     def initialize_options(self) -> None:

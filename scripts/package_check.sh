@@ -81,6 +81,28 @@ print(f"  {meta['Name']} {meta['Version']}: {meta['Summary']}")
 print(f"  imported from {Path(lightning_hpu.__file__).parent}; stand-in modules loaded: {loaded}")
 EOF
 
+# Installed means working: the wheel's torch.backends entry point registers the HPU with Lightning when Lightning is
+# imported (no import of lightning_hpu), and LIGHTNING_HPU_AUTOLOAD=0 turns that off.
+"$vpy" - <<'EOF'
+import sys
+
+import lightning  # noqa: F401
+from lightning.pytorch.accelerators import AcceleratorRegistry
+
+assert "hpu" in AcceleratorRegistry, "installed, lightning-hpu registers accelerator='hpu' when Lightning is imported"
+assert "lightning_hpu" in sys.modules
+print("  import lightning registers accelerator='hpu' (no import of lightning_hpu)")
+EOF
+LIGHTNING_HPU_AUTOLOAD=0 "$vpy" - <<'EOF'
+import sys
+
+import lightning  # noqa: F401
+from lightning.pytorch.accelerators import AcceleratorRegistry
+
+assert "hpu" not in AcceleratorRegistry and "lightning_hpu" not in sys.modules, "the switch leaves Lightning alone"
+print("  LIGHTNING_HPU_AUTOLOAD=0 leaves Lightning as it is")
+EOF
+
 # Next to a real bridge (a stand-in one here: a habana_frameworks package on the path), even LIGHTNING_HPU_BACKEND=cpu
 # leaves the real bridge alone: no import hook, no device library.
 mkdir -p "$work/fake_bridge/habana_frameworks/torch"
@@ -100,6 +122,6 @@ print("  next to a real bridge, with LIGHTNING_HPU_BACKEND=cpu: the stand-in sta
 EOF
 
 "$vpy" -c "import zipfile, sys; names = zipfile.ZipFile(sys.argv[1]).namelist(); \
-assert 'lightning_hpu_emulation.pth' in names and 'gaudi_standin/device/csrc/hpu_device.cpp' in names, names" "$wheel"
+assert 'lightning_hpu_emulation.pth' in names and 'lightning_hpu_autoload.py' in names and 'gaudi_standin/device/csrc/hpu_device.cpp' in names, names" "$wheel"
 [ -x "$venv/bin/lightning-hpu-env" ] || fail "the lightning-hpu-env command was not installed"
 step "passed: $(basename "$sdist"), $(basename "$wheel") ($(du -k "$wheel" | cut -f1) KB)"

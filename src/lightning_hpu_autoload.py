@@ -1,26 +1,30 @@
 """Lightning learns ``accelerator="hpu"`` the moment it is imported, in every process where lightning-hpu is installed.
 
-Up to Lightning 2.5, Lightning imported its HPU plugin itself; 2.6 no longer does. ``lightning_hpu.pth``, installed
-into site-packages with the distribution (``setup.py``), puts a watcher first on ``sys.meta_path`` at every Python
-start, unless ``LIGHTNING_HPU_AUTOLOAD=0`` (in the style of torch's ``TORCH_DEVICE_BACKEND_AUTOLOAD``). The watcher
-is a class the ``.pth`` line builds itself, so that a process that never imports Lightning imports nothing for it
-(``benchmarks/startup_cost.py``); it lets every import through untouched except the three top-level packages of
-Lightning (``lightning``, ``pytorch_lightning``, ``lightning_fabric``), for which it imports this module and asks
-:func:`find_spec`. Once such a package has run, it is handed to :mod:`lightning_hpu.integration.autoload`, which
-registers the HPU names with it.
+Up to Lightning 2.5, Lightning imported its HPU plugin itself; 2.6 no longer does. Every Lightning imports torch
+first, and torch loads out-of-tree device backends through its ``torch.backends`` entry points while it is imported
+(``TORCH_DEVICE_BACKEND_AUTOLOAD``): lightning-hpu's entry point is :func:`install`, so a Python process that never
+imports torch pays nothing, and one that imports torch pays for this small module (``benchmarks/startup_cost.py``).
 
-This module imports nothing itself, and it never makes an import of Lightning fail: a broken or partial install of
-lightning-hpu warns once and leaves Lightning as it was.
+:func:`install` puts :class:`LightningWatcher` first on ``sys.meta_path`` (unless ``LIGHTNING_HPU_AUTOLOAD=0``). The
+watcher lets every import through untouched except Lightning's packages: once ``lightning``, ``pytorch_lightning`` or
+``lightning_fabric`` has run, it is handed to :mod:`lightning_hpu.integration.autoload`, which registers the HPU names
+with it. torch is often first imported *while* one of them runs (``import lightning`` imports torch): then the
+registration follows the import each of them makes last, once all its names are bound (``<package>._graveyard``,
+"this import needs to go last" in Lightning's own words), or at once for a package that has already run.
+
+It never makes an import of Lightning (or of torch) fail: a broken or partial install of lightning-hpu warns once
+and leaves Lightning as it was.
 """
 
-import sys
+from __future__ import annotations
 
-# Nothing is imported here, not even ``__future__`` (half a millisecond): the annotations that name types are strings.
-TYPE_CHECKING = False
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
 if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
     from types import ModuleType
-    from typing import Any
 
 #: ``LIGHTNING_HPU_AUTOLOAD=0`` keeps Lightning as it is until the program imports ``lightning_hpu`` itself.
 SWITCH_ENV = "LIGHTNING_HPU_AUTOLOAD"
@@ -31,35 +35,30 @@ WATCHED = {
     "lightning_fabric": "standalone_loaded",
     "pytorch_lightning": "standalone_loaded",
 }
+#: The import each package makes last, when its names are bound: the package it completes.
+LAST_IMPORTS = {
+    "lightning.pytorch._graveyard": "lightning",
+    "lightning_fabric._graveyard": "lightning_fabric",
+    "pytorch_lightning._graveyard": "pytorch_lightning",
+}
 HOOKS = "lightning_hpu.integration.autoload"
-#: The ``__name__`` of the watcher class ``lightning_hpu.pth`` puts on ``sys.meta_path``.
-WATCHER_NAME = "LightningHPUWatcher"
 
-
-class _RegisteringLoader:
-    """The loader of a watched package: runs it with its own loader, then registers the HPU names with it."""
-
-    def __init__(self, loader: "Any") -> None:
-        self.loader = loader
-
-    def __getattr__(self, name: str) -> "Any":
-        return getattr(self.loader, name)
-
-    def create_module(self, spec: "ModuleSpec") -> "ModuleType | None":
-        return self.loader.create_module(spec)
-
-    def exec_module(self, module: "ModuleType") -> None:
-        self.loader.exec_module(module)
-        registered(module.__name__)
-
-
+_done: set[str] = set()
 _failed = False
 
 
+def switched_off() -> bool:
+    """Whether ``LIGHTNING_HPU_AUTOLOAD`` turns automatic registration off (``0``, ``false``, ``no``, ``off``)."""
+    return os.environ.get(SWITCH_ENV, "1").strip().lower() in ("0", "false", "no", "off")
+
+
 def registered(name: str) -> None:
-    """Register the HPU names with Lightning package ``name``, which has just run; warn once if that fails."""
+    """Register the HPU names with Lightning package ``name`` (once), whose names are bound; warn once if it fails."""
     global _failed
-    if _failed or (name == "lightning" and "lightning_hpu" in sys.modules):
+    if _failed or name in _done:
+        return
+    _done.add(name)
+    if name == "lightning" and "lightning_hpu" in sys.modules:
         return  # lightning_hpu, imported already or importing Lightning right now, registers itself
     try:
         import importlib
@@ -77,15 +76,58 @@ def registered(name: str) -> None:
         )
 
 
-def find_spec(name: str, path: "Any" = None, target: "Any" = None) -> "ModuleSpec | None":
-    """The spec of watched package ``name`` (:data:`WATCHED`) as the other finders give it, its loader wrapped so that
-    the HPU names are registered once the package has run."""
-    for finder in sys.meta_path:
-        if getattr(finder, "__name__", None) == WATCHER_NAME or not hasattr(finder, "find_spec"):
-            continue
-        spec = finder.find_spec(name, path, target)
-        if spec is not None:
-            if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                spec.loader = _RegisteringLoader(spec.loader)  # type: ignore[assignment]  # duck-typed
-            return spec
-    return None
+class _RegisteringLoader:
+    """The loader of a watched module: runs it with its own loader, then registers with the package it completes."""
+
+    def __init__(self, loader: Any, package: str) -> None:
+        self.loader = loader
+        self.package = package
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.loader, name)
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self.loader.exec_module(module)
+        registered(self.package)
+
+
+class LightningWatcher:
+    """A meta path finder that finds nothing itself: it wraps the loaders of Lightning's packages and of the imports
+    they make last (:data:`WATCHED`, :data:`LAST_IMPORTS`)."""
+
+    @classmethod
+    def find_spec(cls, name: str, path: Any = None, target: Any = None) -> ModuleSpec | None:
+        package = name if name in WATCHED else LAST_IMPORTS.get(name)
+        if package is None or package in _done:
+            return None
+        for finder in sys.meta_path:
+            if finder is cls or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _RegisteringLoader(spec.loader, package)  # type: ignore[assignment]  # duck-typed
+                return spec
+        return None
+
+
+def _has_run(name: str) -> bool:
+    module = sys.modules.get(name)
+    return module is not None and not getattr(getattr(module, "__spec__", None), "_initializing", False)
+
+
+def install() -> None:
+    """torch's ``torch.backends`` entry point: put :class:`LightningWatcher` first on ``sys.meta_path`` (once), unless
+    switched off, and register with the Lightning packages that have already run. Never raises."""
+    try:
+        if switched_off() or LightningWatcher in sys.meta_path:
+            return
+        sys.meta_path.insert(0, LightningWatcher)  # a finder class, as importlib's own
+        for name in WATCHED:
+            if _has_run(name):
+                registered(name)
+    except Exception:  # torch turns an entry point's error into a failed `import torch`
+        pass

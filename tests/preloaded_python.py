@@ -336,10 +336,10 @@ def _become(connection: socket.socket, request: _Request) -> Any:
     sys.modules["__main__"] = main
 
     def start_up_hook() -> None:
-        """What this process's start would have done in its environment: the package's ``.pth`` hooks at start-up,
-        torch's loading of out-of-tree device backends while ``import torch`` runs (the stand-in's device), and the
-        registration with the Lightning packages the server imported, which the watcher of ``lightning_hpu.pth``
-        would have done when they loaded (a fork registers even if its script never imports Lightning: the one
+        """What this process's start would have done in its environment: the package's ``.pth`` hook at start-up,
+        then torch's loading of out-of-tree device backends while ``import torch`` runs: the stand-in's device, and
+        lightning-hpu's registration with Lightning (``lightning_hpu_autoload``), which registers at once with the
+        Lightning the server imported (a fork registers even if its script never imports Lightning: the one
         difference from a real start, which costs the fork the import of lightning_hpu)."""
         try:
             import gaudi_standin.startup
@@ -351,7 +351,6 @@ def _become(connection: socket.socket, request: _Request) -> Any:
 
         if torch._is_device_backend_autoload_enabled():
             torch._import_device_backends()
-        _run_autoload_pth()
 
     for args, kwargs in _PRELOAD_WARNINGS:  # what the imports printed, now to this process's stderr
         warnings.showwarning(*args, **kwargs)
@@ -379,26 +378,6 @@ def _become(connection: socket.socket, request: _Request) -> Any:
 
 
 AUTOLOAD_ENV = "LIGHTNING_HPU_AUTOLOAD"
-
-
-def _run_autoload_pth() -> None:
-    """Runs the installed ``lightning_hpu.pth`` line (it reads ``LIGHTNING_HPU_AUTOLOAD`` itself), then hands the
-    Lightning packages the server imported to ``lightning_hpu_autoload``, as its watcher would have."""
-    import site
-
-    for directory in [*site.getsitepackages(), site.getusersitepackages()]:
-        pth = Path(directory) / "lightning_hpu.pth"
-        if pth.is_file():
-            exec(pth.read_text(), {})
-            break
-    else:
-        return
-    if any(getattr(finder, "__name__", None) == "LightningHPUWatcher" for finder in sys.meta_path):
-        import lightning_hpu_autoload
-
-        for name in lightning_hpu_autoload.WATCHED:
-            if name in sys.modules:
-                lightning_hpu_autoload.registered(name)
 
 
 def _pythonpath() -> list[str]:

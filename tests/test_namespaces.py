@@ -108,6 +108,8 @@ WITHOUT_HPU = """
 import io, json, sys, warnings
 from contextlib import redirect_stderr, redirect_stdout
 
+import torch  # torch first, then Lightning (the other test imports Lightning first, which imports torch)
+
 warnings.simplefilter("always")
 captured = io.StringIO()
 with warnings.catch_warnings(record=True) as caught, redirect_stdout(captured), redirect_stderr(captured):

@@ -7,8 +7,8 @@ imports torch pays nothing, and one that imports torch pays for this small modul
 
 :func:`install` puts :class:`LightningWatcher` first on ``sys.meta_path`` (unless ``LIGHTNING_HPU_AUTOLOAD=0``). The
 watcher lets every import through untouched except Lightning's packages: once ``lightning``, ``pytorch_lightning`` or
-``lightning_fabric`` has run, it is handed to :mod:`lightning_hpu.integration.autoload`, which registers the HPU names
-with it. torch is often first imported *while* one of them runs (``import lightning`` imports torch): then the
+``lightning_fabric`` has run, the HPU names are registered with it (:func:`registered`): with ``lightning`` by
+``import lightning_hpu``, with the standalone packages by :func:`lightning_hpu.standalone.register`. torch is often first imported *while* one of them runs (``import lightning`` imports torch): then the
 registration follows the import each of them makes last, once all its names are bound (``<package>._graveyard``,
 "this import needs to go last" in Lightning's own words), or at once for a package that has already run.
 
@@ -28,20 +28,14 @@ if TYPE_CHECKING:
 
 #: ``LIGHTNING_HPU_AUTOLOAD=0`` keeps Lightning as it is until the program imports ``lightning_hpu`` itself.
 SWITCH_ENV = "LIGHTNING_HPU_AUTOLOAD"
-#: Lightning's top-level packages, each with the function of :mod:`lightning_hpu.integration.autoload` that is handed
-#: the package once it has run.
-WATCHED = {
-    "lightning": "lightning_loaded",
-    "lightning_fabric": "standalone_loaded",
-    "pytorch_lightning": "standalone_loaded",
-}
+#: Lightning's top-level packages.
+WATCHED = ("lightning", "lightning_fabric", "pytorch_lightning")
 #: The import each package makes last, when its names are bound: the package it completes.
 LAST_IMPORTS = {
     "lightning.pytorch._graveyard": "lightning",
     "lightning_fabric._graveyard": "lightning_fabric",
     "pytorch_lightning._graveyard": "pytorch_lightning",
 }
-HOOKS = "lightning_hpu.integration.autoload"
 
 _done: set[str] = set()
 _failed = False
@@ -61,9 +55,7 @@ def registered(name: str) -> None:
     if name == "lightning" and "lightning_hpu" in sys.modules:
         return  # lightning_hpu, imported already or importing Lightning right now, registers itself
     try:
-        import importlib
-
-        getattr(importlib.import_module(HOOKS), WATCHED[name])(name)
+        _register_with(name)
     except Exception as error:  # never let lightning-hpu break `import lightning`
         _failed = True
         import warnings
@@ -74,6 +66,30 @@ def registered(name: str) -> None:
             RuntimeWarning,
             stacklevel=2,
         )
+
+
+def _register_with(name: str) -> None:
+    """``lightning``: ``import lightning_hpu``, whose import registers with ``lightning.pytorch`` and
+    ``lightning.fabric``. ``pytorch_lightning``: :func:`lightning_hpu.standalone.register`, the same source built
+    against the standalone packages. ``lightning_fabric`` on its own (a Fabric program) registers once
+    ``pytorch_lightning`` has run too, when it is installed: the HPU twins of Lightning's strategy objects rebuild
+    Trainer and Fabric strategies alike."""
+    import importlib
+    import importlib.util
+
+    if name == "lightning":
+        importlib.import_module("lightning_hpu")
+    elif name == "lightning_fabric":
+        if "pytorch_lightning" in sys.modules:  # pytorch_lightning is importing it: registered once it has run
+            return
+        if importlib.util.find_spec("pytorch_lightning") is None:
+            raise ImportError(
+                "lightning-hpu registers with the standalone lightning_fabric together with pytorch_lightning, which"
+                " is not installed: `pip install pytorch-lightning`, or import Fabric from lightning"
+            )
+        importlib.import_module("pytorch_lightning")  # its own registration follows once it has run
+    else:
+        importlib.import_module("lightning_hpu.standalone").register()
 
 
 class _RegisteringLoader:

@@ -1,5 +1,5 @@
 """Registering HPU names with Lightning's registries and connectors (by ``import lightning_hpu``, and by
-:mod:`lightning_hpu.integration.autoload` when Lightning is imported)."""
+:mod:`lightning_hpu_autoload` when Lightning is imported)."""
 
 from __future__ import annotations
 

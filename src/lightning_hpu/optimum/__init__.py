@@ -3,7 +3,7 @@
 ``HPULossLogger`` and the callback ``GaudiConfig`` hands the Trainer are in :mod:`lightning_hpu.pytorch.callbacks`.
 """
 
-from lightning_hpu.optimum.finite_mean import FiniteMean
+from lightning_hpu.device.finite_mean import FiniteMean
 from lightning_hpu.optimum.gaudi_config import GaudiConfig
 
 __all__ = ["FiniteMean", "GaudiConfig"]

@@ -164,6 +164,6 @@ class GaudiConfig:
 
     def convert_optimizer(self, optimizer: Optimizer) -> Optimizer:
         """With ``use_fused_adam``, the fused AdamW in place of a ``torch.optim.AdamW``; otherwise ``optimizer``."""
-        from lightning_hpu.optimum.fused_adam import to_fused_adamw
+        from lightning_hpu.device.fused_adam import to_fused_adamw
 
         return to_fused_adamw(optimizer) if self.use_fused_adam else optimizer

@@ -10,7 +10,7 @@ from lightning.pytorch.callbacks import Callback
 from torch import Tensor
 from typing_extensions import override
 
-from lightning_hpu.optimum.finite_mean import FiniteMean
+from lightning_hpu.device.finite_mean import FiniteMean
 
 
 class HPULossLogger(Callback):

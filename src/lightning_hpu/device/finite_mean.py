@@ -11,7 +11,7 @@ class FiniteMean:
     """Running mean of scalar losses; with ``nan_inf_filter``, NaN and infinite losses are not counted.
 
     Use it with Fabric as ``mean.update(loss)`` each step and ``mean.compute()`` (then ``mean.reset()``) when logging;
-    the Trainer's :class:`~lightning_hpu.optimum.HPULossLogger` does that itself.
+    the Trainer's :class:`~lightning_hpu.HPULossLogger` does that itself.
     """
 
     def __init__(self, nan_inf_filter: bool = True) -> None:

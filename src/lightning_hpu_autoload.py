@@ -8,9 +8,10 @@ imports torch pays nothing, and one that imports torch pays for this small modul
 :func:`install` puts :class:`LightningWatcher` first on ``sys.meta_path`` (unless ``LIGHTNING_HPU_AUTOLOAD=0``). The
 watcher lets every import through untouched except Lightning's packages: once ``lightning``, ``pytorch_lightning`` or
 ``lightning_fabric`` has run, the HPU names are registered with it (:func:`registered`): with ``lightning`` by
-``import lightning_hpu``, with the standalone packages by :func:`lightning_hpu.standalone.register`. torch is often first imported *while* one of them runs (``import lightning`` imports torch): then the
-registration follows the import each of them makes last, once all its names are bound (``<package>._graveyard``,
-"this import needs to go last" in Lightning's own words), or at once for a package that has already run.
+``import lightning_hpu``, with the standalone packages by :func:`lightning_hpu.standalone.register`. torch is often
+first imported *while* one of them runs (``import lightning`` imports torch): then the registration follows the
+import each of them makes last, once all its names are bound (``<package>._graveyard``, "this import needs to go
+last" in Lightning's own words), or happens at once for a package that has already run.
 
 It never makes an import of Lightning (or of torch) fail: a broken or partial install of lightning-hpu warns once
 and leaves Lightning as it was.

@@ -13,7 +13,7 @@ from lightning.pytorch import Trainer
 from torch import nn
 
 from lightning_hpu import HPUConfigurationError
-from lightning_hpu.integration import compile_default_backend as default_backend
+from lightning_hpu.compile import default_backend
 from tests.helpers import quiet_trainer_kwargs, rank_zero_lines
 from tests.standin import counters as standin_counters
 from tests.test_compile import BlockModel

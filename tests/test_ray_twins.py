@@ -33,11 +33,11 @@ from ray.train.lightning import (
     prepare_trainer,
 )
 
+from lightning_hpu.integration.ray_objects import hpu_twin_of
 from lightning_hpu.pytorch.ray import (
     HPURayDDPStrategy,
     HPURayDeepSpeedStrategy,
     HPURayFSDPStrategy,
-    hpu_twin_of,
     worker,
 )
 

@@ -56,9 +56,9 @@ from lightning_hpu.runtime import (
 from lightning_hpu.runtime.recipe_cache import RecipeCache, apply_recipe_cache_from_env
 from lightning_hpu.support.lightning_habana_paths import install as install_habana_paths
 from lightning_hpu.support.user_errors import run_script
-from lightning_hpu.support.versions import UntestedVersionWarning, warn_if_untested
+from lightning_hpu.support.versions import PACKAGE_VERSION, UntestedVersionWarning, warn_if_untested
 
-__version__ = "0.1.0"
+__version__ = PACKAGE_VERSION
 
 #: lightning-habana's names for the same classes (docs/guide/coming-from-lightning-habana.md).
 HPUDDPStrategy = HPUParallelStrategy

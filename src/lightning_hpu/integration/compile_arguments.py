@@ -1,13 +1,13 @@
 """The patch that makes Lightning compile for HPU with ``hpu_backend`` where the user left torch's default.
 
 Lightning records the arguments of each ``torch.compile`` call on the compiled module (``_compile_kwargs``) and
-compiles again with them (:mod:`lightning_hpu.integration.compile_default_backend` says why and what changes on HPU):
+compiles again with them (:mod:`lightning_hpu.compile.default_backend` says why and what changes on HPU):
 
 * Fabric's ``setup`` and ``setup_module`` re-apply them: on an HPU the recorded arguments are made the HPU's first;
 * the Trainer's ``from_compiled`` (run by ``fit``/``validate``/... for ``torch.compile(model)``) keeps only the
   compiled context: it now also keeps the arguments in the module's ``_compiler_ctx``, so that the HPU strategies'
   ``setup`` can compile again with the HPU's
-  (:func:`~lightning_hpu.integration.compile_default_backend.recompile_for_hpu`).
+  (:func:`~lightning_hpu.pytorch.strategies.base.recompile_for_hpu`).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any
 from lightning.fabric import Fabric
 from lightning.pytorch.utilities import compile as compile_utils
 
+from lightning_hpu.compile.default_backend import COMPILE_KWARGS_KEY, hpu_compile_kwargs
 from lightning_hpu.fabric.accelerator import HPUAccelerator
-from lightning_hpu.integration.compile_default_backend import COMPILE_KWARGS_KEY, hpu_compile_kwargs
 from lightning_hpu.integration.wrapping import check_methods, integration_error, wrap
 
 #: The Fabric methods that re-apply ``torch.compile``.

@@ -67,7 +67,7 @@ REFUSED_SETTINGS: dict[tuple[str, Any], Refusal] = {
 
 #: Strategy objects of other projects that run on HPU as an HPU twin, by the module their class comes from: the
 #: function (lazily imported, so that the other project stays optional) that builds the twin from the object.
-HPU_STRATEGY_OBJECT_TWINS: dict[str, str] = {"ray.train.lightning": "lightning_hpu.pytorch.ray.twins:hpu_twin_of"}
+HPU_STRATEGY_OBJECT_TWINS: dict[str, str] = {"ray.train.lightning": "lightning_hpu.integration.ray_objects:hpu_twin_of"}
 
 
 def _family(strategy_cls: type) -> HPUTwin | Refusal:

@@ -100,7 +100,7 @@ def _range_text(low: tuple[int, int], high: tuple[int, int]) -> str:
 
 
 def _versions(report: Report) -> None:
-    from lightning_hpu import __version__
+    from lightning_hpu.support.versions import PACKAGE_VERSION as __version__
 
     found = {
         "Python": platform.python_version(),

@@ -86,6 +86,9 @@ def _padded(numbers: tuple[int, ...]) -> tuple[int, ...]:
     return numbers + (0,) * (3 - len(numbers))
 
 
+#: This release of lightning-hpu (``pyproject.toml`` says the same; ``lightning_hpu.__version__``).
+PACKAGE_VERSION = "0.1.0"
+
 #: The tested matrix: torch from Intel Gaudi 1.23's 2.9 to 2.14 (the newest Lightning 2.6 runs with that CI
 #: installs), Lightning 2.6.x, Python 3.10 to 3.12. Intel Gaudi 1.22's torch 2.7 is not tested, so not in it.
 TESTED = (

@@ -16,6 +16,5 @@ if importlib.util.find_spec("ray") is None:
     raise ImportError("lightning_hpu.pytorch.ray needs Ray Train: `pip install 'lightning-hpu[ray]'`.")
 
 from lightning_hpu.pytorch.ray.strategies import HPURayDDPStrategy, HPURayDeepSpeedStrategy, HPURayFSDPStrategy
-from lightning_hpu.pytorch.ray.twins import hpu_twin_of
 
-__all__ = ["HPURayDDPStrategy", "HPURayDeepSpeedStrategy", "HPURayFSDPStrategy", "hpu_twin_of"]
+__all__ = ["HPURayDDPStrategy", "HPURayDeepSpeedStrategy", "HPURayFSDPStrategy"]

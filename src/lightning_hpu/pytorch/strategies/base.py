@@ -5,7 +5,7 @@ checkpoint IO default): after each backward and optimizer step, and before and a
 ``pipeline_forward_backward`` a step is also marked between forward and backward, so the device runs the forward
 while the host builds the backward (optimum-habana's ``pipelining_fwd_bwd``; it costs device memory). At setup the
 strategy refuses a compiled model in lazy mode, compiles one that the user compiled with torch's default backend
-with ``hpu_backend`` instead (:mod:`lightning_hpu.integration.compile_default_backend`), and removes the temporary
+with ``hpu_backend`` instead (:mod:`lightning_hpu.compile.default_backend`), and removes the temporary
 files that killed saves left in the checkpoint directories. Mix it in before the Lightning strategy it extends.
 """
 
@@ -24,6 +24,7 @@ from torch.optim import Optimizer
 from typing_extensions import override
 
 from lightning_hpu.checkpoint.files import remove_orphaned_temporary_files
+from lightning_hpu.compile.default_backend import COMPILE_KWARGS_KEY, hpu_compile_kwargs
 from lightning_hpu.fabric.strategies.base import HPUCheckpointIOAttribute, between_mark_steps, mark_step
 
 __all__ = ["HPUStrategyHooks", "mark_step"]
@@ -41,8 +42,6 @@ class HPUStrategyHooks(Strategy):
         """Before the run: refuse a compiled model in lazy mode, compile it with ``hpu_backend`` where the user left
         torch's default, and remove the temporary checkpoint files that killed saves left in the checkpoint
         directories."""
-        from lightning_hpu.integration.compile_default_backend import recompile_for_hpu
-
         _refuse_compiled_model_in_lazy_mode(trainer)
         recompile_for_hpu(trainer.lightning_module)
         for callback in trainer.checkpoint_callbacks:
@@ -93,3 +92,22 @@ def _refuse_compiled_model_in_lazy_mode(trainer: pl.Trainer) -> None:
     module = trainer.lightning_module
     if getattr(module, "_compiler_ctx", None) is not None and require_backend().is_lazy():
         raise CompileInLazyModeError(lazy_mode_refusal())
+
+
+def recompile_for_hpu(module: Any) -> None:
+    """Compile a LightningModule that the Trainer got as ``torch.compile(module)`` (``from_compiled``) again with the
+    HPU's arguments, where :func:`~lightning_hpu.compile.default_backend.hpu_compile_kwargs` changes them. Called at
+    the HPU strategies' ``setup``, before anything ran the compiled methods."""
+    import torch
+    from lightning.pytorch.utilities import compile as compile_utils
+
+    context = getattr(module, "_compiler_ctx", None)
+    kwargs = context.get(COMPILE_KWARGS_KEY) if context else None
+    if kwargs is None:  # not compiled, or compiled before Lightning recorded the arguments: nothing to go on
+        return
+    hpu_kwargs = hpu_compile_kwargs(kwargs, "Trainer")
+    if hpu_kwargs != kwargs:
+        compile_utils.to_uncompiled(module)
+        recompiled = torch.compile(module, **hpu_kwargs)
+        assert isinstance(recompiled, torch._dynamo.eval_frame.OptimizedModule)  # a module compiles to one
+        compile_utils.from_compiled(recompiled)

@@ -69,22 +69,3 @@ def hpu_compile_kwargs(kwargs: Mapping[str, Any], owner: str) -> dict[str, Any]:
         )
     _tell_once(owner)
     return {**kwargs, "backend": BACKEND_NAME}
-
-
-def recompile_for_hpu(module: Any) -> None:
-    """Compile a LightningModule that the Trainer got as ``torch.compile(module)`` (``from_compiled``) again with the
-    HPU's arguments, where :func:`hpu_compile_kwargs` changes them. Called at the HPU strategies' ``setup``, before
-    anything ran the compiled methods."""
-    import torch
-    from lightning.pytorch.utilities import compile as compile_utils
-
-    context = getattr(module, "_compiler_ctx", None)
-    kwargs = context.get(COMPILE_KWARGS_KEY) if context else None
-    if kwargs is None:  # not compiled, or compiled before Lightning recorded the arguments: nothing to go on
-        return
-    hpu_kwargs = hpu_compile_kwargs(kwargs, "Trainer")
-    if hpu_kwargs != kwargs:
-        compile_utils.to_uncompiled(module)
-        recompiled = torch.compile(module, **hpu_kwargs)
-        assert isinstance(recompiled, torch._dynamo.eval_frame.OptimizedModule)  # a module compiles to one
-        compile_utils.from_compiled(recompiled)

@@ -1,1 +1,1 @@
-"""lightning_hpu.checkpoint."""
+"""Writing checkpoint files atomically, with host copies of the tensors (Lightning-free)."""

@@ -18,7 +18,7 @@ from torch import nn
 from torch._dynamo.utils import counters
 from torch.utils.data import DataLoader, TensorDataset
 
-from gaudi_standin.compile_backend import register_hpu_backend
+from gaudi_standin.compiler.hpu_backend import register_hpu_backend
 from lightning_hpu import HPUCompile, HPUGraphs, HPURecompileMonitor, HPUThroughputMonitor
 from lightning_hpu.compile import CompileInLazyModeError
 from lightning_hpu.pytorch.callbacks import HPUCompileError

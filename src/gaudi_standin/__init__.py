@@ -16,6 +16,6 @@ lightning_hpu, and nothing of it is built or loaded unless the stand-in was chos
 - ``process_group``: the ``"hccl"`` process group over gloo with HCCL's rules; ``optimizers``: the fused optimizers;
   ``deepspeed_accelerator``: DeepSpeed's accelerator on the stand-in.
 
-Tests and benchmarks read what only the stand-in knows from :func:`gaudi_standin.runtime.current` (``counters``).
+Tests and benchmarks read what only the stand-in knows from :func:`gaudi_standin.emulator.machine.current` (``counters``).
 This module imports only the standard library: it runs at every Python start.
 """

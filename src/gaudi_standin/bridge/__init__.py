@@ -1,6 +1,6 @@
 """The bridge's Python API (``habana_frameworks.torch...``, ``torch.hpu``, ``device="hpu"``) served by the stand-in.
 
-With ``LIGHTNING_HPU_BACKEND=cpu`` and no real bridge, the import hook in ``gaudi_standin.startup`` maps each
+With ``LIGHTNING_HPU_BACKEND=cpu`` and no real bridge, the import hook in ``gaudi_standin.startup.import_hook`` maps each
 ``habana_frameworks`` module onto a module here, so a script written for a Gaudi runs unchanged on the CPU. Every
 function calls the very backend the package uses (:func:`lightning_hpu.runtime.get_backend`, the
 :class:`~gaudi_standin.CPUStandInBackend`): one implementation of the device's rules.

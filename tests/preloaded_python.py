@@ -24,8 +24,8 @@ OpenMP reads when it loads, is applied with ``torch.set_num_threads``; and torch
 (``torch.backends`` entry points, which load the stand-in's ``hpu`` device) runs again in each process. Nothing
 of lightning_hpu is imported by the server (its environment has none of the package's variables but the folder of
 the stand-in's built device library), so every process sets the stand-in up from its own; on a CUDA build of torch
-the server loads that library before torch (``gaudi_standin.startup.early_load``), as a stand-in process does, so CUDA is off
-in every fork.
+the server loads that library before torch (``gaudi_standin.startup.early_load``), as a stand-in process does, so
+CUDA is off in every fork.
 
 Tests that are about processes themselves (start-up cost, clean exits, a rank that must die with the Lightning
 launcher that started it, a writer killed mid-save) keep using the real interpreter.

@@ -1,6 +1,7 @@
 """The stand-in on a CUDA build of torch (PyPI's Linux builds, the oldest and newest CI legs): hpu is torch's
-accelerator and CUDA is off, because the device library loads before ``torch._C`` (``gaudi_standin.startup.early_load``);
-where it cannot, one sentence says what to do. On a CPU build of torch the early loading does nothing."""
+accelerator and CUDA is off, because the device library loads before ``torch._C``
+(``gaudi_standin.startup.early_load``); where it cannot, one sentence says what to do. On a CPU build of torch the
+early loading does nothing."""
 
 from __future__ import annotations
 

@@ -146,15 +146,6 @@ def _check_accelerator() -> None:
     )
 
 
-def cuda_is_off() -> bool:
-    """Whether the stand-in turned torch's CUDA off in this process (a CUDA build of torch whose CUDA hooks the
-    device library replaced, so that hpu is the accelerator)."""
-    if not (torch.version.cuda and _loaded and hasattr(torch, "accelerator")):
-        return False
-    accelerator = torch.accelerator.current_accelerator()
-    return accelerator is not None and accelerator.type == "hpu"
-
-
 def is_loaded() -> bool:
     """Whether this process has the stand-in's hpu device."""
     return _loaded

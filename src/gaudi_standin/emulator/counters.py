@@ -1,7 +1,7 @@
 """What the stand-in counts as it runs (step markers, syncs, graphs, recipes): what only the stand-in knows.
 
-Tests and benchmarks read it from :func:`gaudi_standin.emulator.machine.current`; the emulated ``hpu.metrics`` reports it the
-bridge's way.
+Tests and benchmarks read it from :func:`gaudi_standin.emulator.machine.current`; the emulated ``hpu.metrics``
+reports it the bridge's way.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The emulated Gaudi runtime of this process: its devices, binding, step markers, memory and counters.
+"""The emulated Gaudi of this process: its devices, binding, step markers, memory and counters.
 
 It is what the bridge's Python API (:mod:`gaudi_standin.bridge`) calls, as the real bridge calls its C++ runtime.
 Its HPUs are torch's ``hpu`` device, made real by :mod:`gaudi_standin.device`: tensors live on ``hpu:N`` (bytes in
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from gaudi_standin import device as hpu_device
-from gaudi_standin.emulator import environment as settings
+from gaudi_standin.emulator import environment
 from gaudi_standin.emulator.counters import StandInCounters
 
 if TYPE_CHECKING:
@@ -46,15 +46,15 @@ class StandInRuntime:
     """Emulates ``LIGHTNING_HPU_CPU_DEVICES`` Gaudis of generation ``LIGHTNING_HPU_CPU_DEVICE_NAME`` on the CPU."""
 
     def __init__(self) -> None:
-        self._device_count = settings.cpu_device_count()
-        self._device_name = settings.cpu_device_name()
+        self._device_count = environment.cpu_device_count()
+        self._device_name = environment.cpu_device_name()
         # Read once, like the bridge's cached ``is_lazy``.
-        self._lazy = settings.lazy_mode_from_env()
+        self._lazy = environment.lazy_mode_from_env()
         self._followed: int | None = None
         hpu_device.enable()
         hpu_device.set_device_count(self._device_count)
         # A process opens the first module it may see (HABANA_VISIBLE_MODULES), until HLS_MODULE_ID binds another.
-        visible = [module for module in settings.visible_modules(self._device_count) if module < self._device_count]
+        visible = [module for module in environment.visible_modules(self._device_count) if module < self._device_count]
         hpu_device.set_process_device(visible[0] if visible else 0)
         hpu_device.set_memory_limit(_HBM_BYTES[self._device_name])
         self.follow_binding()
@@ -77,7 +77,7 @@ class StandInRuntime:
 
     def follow_binding(self) -> None:
         """Make the bound module the device of every thread of this process (as the bridge opens that module)."""
-        module = settings.bound_module()
+        module = environment.bound_module()
         if module is not None and module != self._followed:
             self._check_emulated([module])
             hpu_device.set_process_device(module)
@@ -89,28 +89,29 @@ class StandInRuntime:
         As on the bridge, an index other than 0 needs ``HABANA_VISIBLE_MODULES`` (or a bound ``HLS_MODULE_ID``, or
         8 modules); asking for another module than the bound one is refused.
         """
-        visible = settings.visible_modules(self._device_count)
+        visible = environment.visible_modules(self._device_count)
         self._check_emulated(visible)
         if not 0 <= local_rank < len(visible):
             raise ValueError(
                 f"HPU index {local_rank} is not visible: only {len(visible)} HPU(s) are ({visible}); raise"
-                f" {settings.CPU_DEVICES_ENV} or widen {settings.VISIBLE_MODULES_ENV}."
+                f" {environment.CPU_DEVICES_ENV} or widen {environment.VISIBLE_MODULES_ENV}."
             )
-        bound = settings.bound_module()
+        bound = environment.bound_module()
         if bound is not None:
             if bound not in visible:
                 raise ValueError(
-                    f"{settings.MODULE_ID_ENV}={bound} binds this process to a module outside the visible ones"
-                    f" ({visible}); fix {settings.MODULE_ID_ENV} or {settings.VISIBLE_MODULES_ENV}."
+                    f"{environment.MODULE_ID_ENV}={bound} binds this process to a module outside the visible ones"
+                    f" ({visible}); fix {environment.MODULE_ID_ENV} or {environment.VISIBLE_MODULES_ENV}."
                 )
             self.follow_binding()
             return
-        if settings.VISIBLE_MODULES_ENV not in os.environ and self._device_count < 8 and local_rank != 0:
+        if environment.VISIBLE_MODULES_ENV not in os.environ and self._device_count < 8 and local_rank != 0:
             raise ValueError(
-                f"set_device({local_rank}) needs {settings.VISIBLE_MODULES_ENV} (the bridge allows only index 0"
-                f" without it on fewer than 8 HPUs); set {settings.VISIBLE_MODULES_ENV} or {settings.MODULE_ID_ENV}."
+                f"set_device({local_rank}) needs {environment.VISIBLE_MODULES_ENV} (the bridge allows only index 0"
+                f" without it on fewer than 8 HPUs); set {environment.VISIBLE_MODULES_ENV} or"
+                f" {environment.MODULE_ID_ENV}."
             )
-        os.environ[settings.MODULE_ID_ENV] = str(visible[local_rank])
+        os.environ[environment.MODULE_ID_ENV] = str(visible[local_rank])
         self.follow_binding()
 
     def current_device(self) -> int:
@@ -123,7 +124,7 @@ class StandInRuntime:
         if missing:
             raise ValueError(
                 f"HPU module(s) {missing} are not emulated: the stand-in has modules 0 to {self._device_count - 1};"
-                f" raise {settings.CPU_DEVICES_ENV} or fix {settings.VISIBLE_MODULES_ENV}."
+                f" raise {environment.CPU_DEVICES_ENV} or fix {environment.VISIBLE_MODULES_ENV}."
             )
 
     def _setup_module_id(self, local_rank: int, world_size: int) -> None:
@@ -132,17 +133,17 @@ class StandInRuntime:
         Nothing happens when ``HLS_MODULE_ID`` is already set (the package sets it for ``devices=[2, 3]``) or for a
         single process.
         """
-        if world_size == 1 or settings.bound_module() is not None:
+        if world_size == 1 or environment.bound_module() is not None:
             self.follow_binding()
             return
-        visible = settings.visible_modules(self._device_count)
+        visible = environment.visible_modules(self._device_count)
         self._check_emulated(visible)
         if not 0 <= local_rank < len(visible):
             raise ValueError(
                 f"Local rank {local_rank} has no emulated HPU: only {len(visible)} are visible ({visible});"
-                f" raise {settings.CPU_DEVICES_ENV}."
+                f" raise {environment.CPU_DEVICES_ENV}."
             )
-        os.environ[settings.MODULE_ID_ENV] = str(visible[local_rank])
+        os.environ[environment.MODULE_ID_ENV] = str(visible[local_rank])
         self.follow_binding()
 
     def is_lazy(self) -> bool:
@@ -223,22 +224,22 @@ class StandInRuntime:
 
 
 _lock = threading.Lock()
-_runtime: StandInRuntime | None = None
+_machine: StandInRuntime | None = None
 
 
 def current() -> StandInRuntime:
     """The emulated runtime of this process, created from the environment on first use."""
-    global _runtime
+    global _machine
     with _lock:
-        if _runtime is None:
-            _runtime = StandInRuntime()
-        return _runtime
+        if _machine is None:
+            _machine = StandInRuntime()
+        return _machine
 
 
 def reset() -> None:
     """Drop the runtime (stopping what it records) so the next :func:`current` reads the environment again."""
-    global _runtime
+    global _machine
     with _lock:
-        if _runtime is not None:
-            _runtime.close()
-        _runtime = None
+        if _machine is not None:
+            _machine.close()
+        _machine = None

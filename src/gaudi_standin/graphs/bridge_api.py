@@ -1,8 +1,9 @@
 """The bridge's HPU-graph API on the stand-in: ``HPUGraph``, ``graph``, ``make_graphed_callables``, ``ModuleCacher``
-and ``wrap_in_hpu_graph`` with the bridge's signatures, capturing and replaying for real (:mod:`gaudi_standin.graphs.standin_graph`).
+and ``wrap_in_hpu_graph`` with the bridge's signatures, capturing and replaying for real
+(:mod:`gaudi_standin.graphs.standin_graph`).
 
-They report to the runtime's counters (captures, replays, cache hits). :mod:`gaudi_standin.bridge.habana_frameworks.torch.hpu` serves them in
-lazy mode only, as the bridge does.
+They report to the emulated Gaudi's counters (captures, replays, cache hits). The emulated
+``habana_frameworks.torch.hpu`` serves them in lazy mode only, as the bridge does.
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ class GraphCounters(Protocol):
 _HINT = (
     " A graph runs without Python, so a value read on the host during the capture would be frozen into the graph"
     " (a Gaudi does that silently; the CPU stand-in refuses it). Move this out of the captured region, or split"
-    " the module into graphed static parts and an eager dynamic part (README, 'HPU graphs')."
+    " the module into graphed static parts and an eager dynamic part (docs/guide/hpu-graphs.md, 'Dynamic models')."
 )
 
 #: Tensor methods that copy data to the host, seen through a ``TorchFunctionMode`` (they may not dispatch).

@@ -10,7 +10,8 @@ the device must be there before any tensor work: a script that runs a CPU backwa
 or ``python -m gaudi_standin.device`` build it; a first use builds it otherwise), only when
 ``LIGHTNING_HPU_BACKEND=cpu`` chose the stand-in, never next to a real bridge, and it never raises: ``import torch``
 must not fail because of the stand-in. It also installs the emulation's import hook
-(:func:`gaudi_standin.startup.import_hook.install_if_requested`), for a script that chose the stand-in only after Python started.
+(:func:`gaudi_standin.startup.import_hook.install_if_requested`), for a script that chose the stand-in only after
+Python started.
 This module imports only the standard library (and torch, when called).
 """
 
@@ -57,9 +58,9 @@ def autoload() -> None:
     if os.environ.get("LIGHTNING_HPU_BACKEND", "").strip().lower() != "cpu":
         return
     try:
-        from gaudi_standin.startup import import_hook as startup
+        from gaudi_standin.startup import import_hook
 
-        if not startup.install_if_requested():
+        if not import_hook.install_if_requested():
             return  # a real bridge is findable: it is the one torch loads
         torch = sys.modules["torch"]  # being imported: this runs at the end of torch/__init__.py
         library = built_library(torch.__version__, bool(torch._C._GLIBCXX_USE_CXX11_ABI))

@@ -1,7 +1,7 @@
 """Where the CPU stand-in's built hpu device library is kept, and whether one is built for a given torch.
 
-Shared by the loading at torch's start (:mod:`gaudi_standin.startup.autoload`, :mod:`gaudi_standin.startup.early_load`) and the
-builder (:mod:`gaudi_standin.device.library`). This module imports only the standard library.
+Shared by the loading at torch's start (:mod:`.autoload`, :mod:`.early_load`) and the builder
+(:mod:`gaudi_standin.device.library`). This module imports only the standard library.
 """
 
 from __future__ import annotations

@@ -4,9 +4,9 @@ PyPI's Linux builds of torch are CUDA builds (they run without a GPU). torch acc
 and on a CUDA build that is CUDA, unless other CUDA hooks are registered before ``torch._C`` creates its own, once,
 while it initialises: the device library's ``hpu_cuda_hooks.cpp`` registers hooks that say "CUDA is not built", so
 that ``hpu`` is the accelerator, as on a CPU build (autograd asks the accelerator for the streams of hpu tensors).
-The ``torch.backends`` entry point (:mod:`gaudi_standin.startup.autoload`) runs too late for that, so
-:func:`gaudi_standin.startup.import_hook.install_if_requested` puts :class:`TorchCFinder` first on ``sys.meta_path`` when torch is
-not yet imported: when torch imports ``torch._C`` it loads torch's own library (whose CUDA hooks must be registered
+The ``torch.backends`` entry point (:mod:`.autoload`) runs too late for that, so
+:func:`.import_hook.install_if_requested` puts :class:`TorchCFinder` first on ``sys.meta_path`` when torch is not
+yet imported: when torch imports ``torch._C`` it loads torch's own library (whose CUDA hooks must be registered
 first) and then the built device library. Only on a CUDA build and only when a library built for this torch exists;
 it never raises (``import torch`` must not fail because of the stand-in). CUDA is off in such a process.
 

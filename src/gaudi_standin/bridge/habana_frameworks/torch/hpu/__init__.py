@@ -3,11 +3,11 @@
 It is also ``torch.hpu``, torch's device module for the ``hpu`` device type, which the stand-in makes real
 (:mod:`gaudi_standin.device`): importing it loads that device, and torch imports it the first time
 a tensor goes to ``"hpu"``. Devices, synchronisation and memory statistics (the bytes of live ``hpu`` tensors) come
-from the emulated runtime (:mod:`gaudi_standin.emulator.machine`); random numbers on ``hpu`` come from the host's generator,
-so ``torch.manual_seed`` makes them reproducible. The HPU-graph API (``HPUGraph``, ``graph``,
-``make_graphed_callables``, ``ModuleCacher``, ``wrap_in_hpu_graph``, :mod:`gaudi_standin.graphs.bridge_api`) exists,
-as in the bridge (1.19), only in lazy mode: in eager mode these names are missing (``AttributeError``, saying what
-to do).
+from the emulated Gaudi (:mod:`gaudi_standin.emulator.machine`); random numbers on ``hpu`` come from the host's
+generator, so ``torch.manual_seed`` makes them reproducible. The HPU-graph API (``HPUGraph``, ``graph``,
+``make_graphed_callables``, ``ModuleCacher``, ``wrap_in_hpu_graph``, :mod:`gaudi_standin.graphs.bridge_api`)
+exists, as in the bridge (1.19), only in lazy mode: in eager mode these names are missing (``AttributeError``, saying
+what to do).
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ As in the bridge's public source (1.19):
   handle to give (the stand-in runs each op on the host thread, with no stream or profiler buffer);
 - ``_record_param(s)``: feed the bridge's memory profiler with tensor names; recorded in :data:`RECORDED_PARAMS`;
 - ``_reset_device_memory()``: warns (the bridge keeps it for tests) and resets the peak memory statistics;
-- ``data_dynamicity``, ``const_shape_dataloader``, ``detect_recompilation_auto_model``: see
-  :mod:`~gaudi_standin.bridge.habana_frameworks.torch.utils.experimental.detect_recompilation`, also the submodule ``detect_recompilation``;
+- ``data_dynamicity``, ``const_shape_dataloader``, ``detect_recompilation_auto_model``: from the submodule
+  ``detect_recompilation`` (:mod:`.detect_recompilation`);
 - ``hpu``: the ``habana_frameworks.torch.hpu`` module, which the bridge's package imports under that name
   (optimum-habana calls ``htexp.hpu.is_available()`` and ``htexp.hpu.device_count()``).
 """

@@ -74,8 +74,9 @@ def _counting_recipes(run: Callable[..., Any], counters: Any, code: str) -> Call
     Habana's graph compiler builds a recipe for static shapes (refined dynamic shapes are off by default), so a
     graph that TorchDynamo compiled once with symbolic sizes still costs the device a compilation for each new
     shape it meets. ``counters.compiled_recipes`` counts those, the first shape included, except recipes found in
-    the on-disk recipe cache (``PT_HPU_RECIPE_CACHE_CONFIG``, :mod:`.recipe_store`), which are loaded instead. With
-    dynamic shapes on, one recipe serves every size (:mod:`~gaudi_standin.emulator.dynamic_shapes`).
+    the on-disk recipe cache (``PT_HPU_RECIPE_CACHE_CONFIG``, :mod:`gaudi_standin.emulator.recipe_store`), which are
+    loaded instead. With dynamic shapes on, one recipe serves every size
+    (:mod:`~gaudi_standin.emulator.dynamic_shapes`).
     """
     from gaudi_standin.emulator.recipe_store import active_store
 

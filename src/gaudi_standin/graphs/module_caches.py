@@ -1,6 +1,6 @@
 """The stand-in's graph caches, as the bridge has them: ``ModuleCacher`` (training), ``wrap_in_hpu_graph`` (inference).
 
-Both patch ``module.forward`` in place and keep one graph per key (``graph_keys``: shapes, view layout, autocast
+Both patch ``module.forward`` in place and keep one graph per key (:mod:`.keys`: shapes, view layout, autocast
 state, other arguments by value; no dtype). The policy is the bridge's (``hpu/graphs.py``):
 
 - **No eviction.** While a cache holds fewer than ``max_graphs`` graphs, a new key is captured; once it is full, a

@@ -93,7 +93,8 @@ __all__ = [
 
 _Device = int | str | torch.device | None
 
-#: The bridge's graph API (with the helpers of :mod:`.graph_helpers`), served from the package in lazy mode only.
+#: The bridge's graph API (with the helpers of :mod:`gaudi_standin.graphs.helpers`), served from the package in lazy
+#: mode only.
 GRAPH_API = (
     "HPUGraph",
     "graph",
@@ -301,7 +302,7 @@ def is_autocast_hpu_enabled() -> bool:
 
 def input_hash(obj: Any) -> int:
     """The bridge's hash of a call's inputs, as its graph caches key them: shapes, view layouts, other values and
-    the autocast state (the stand-in's graph caches key calls the same way, in ``standin.graph_keys``)."""
+    the autocast state (the stand-in's graph caches key calls the same way, in :mod:`gaudi_standin.graphs.keys`)."""
     from gaudi_standin.graphs.keys import walk
 
     return hash((walk([obj], []), is_autocast_hpu_enabled()))

@@ -1,8 +1,8 @@
 """``habana_frameworks.torch.hpu.graphs`` on the stand-in: the HPU-graph API, the same objects as ``torch.hpu``'s.
 
 As in the bridge, the API serves lazy mode only: in eager mode the module imports, but its names are missing
-(``AttributeError`` with the package's sentence on what to do), as :mod:`.hpu` serves them. The helpers that hold
-no graph (``CachedParams``, ``copy_to``, ``TensorPacker``, ``input_hash``) are here in both modes.
+(``AttributeError`` with the package's sentence on what to do), as the ``hpu`` package serves them. The helpers that
+hold no graph (``CachedParams``, ``copy_to``, ``TensorPacker``, ``input_hash``) are here in both modes.
 """
 
 from __future__ import annotations

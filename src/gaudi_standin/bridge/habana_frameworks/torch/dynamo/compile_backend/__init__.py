@@ -1,8 +1,8 @@
 """``habana_frameworks.torch.dynamo.compile_backend`` on the stand-in: the package of ``hpu_backend``.
 
-Its submodules ``config`` (:mod:`.compile_config`, the backend's settings) and ``experimental``
-(:mod:`.compile_experimental`, ``enable_compiled_autograd``) are imported with it, as the bridge's are; the backend
-itself is registered when ``habana_frameworks.torch`` is imported (:mod:`gaudi_standin.compiler.hpu_backend`).
+Its submodules ``config`` (the backend's settings and the option keys, ``OPTION_KEYS``) and ``experimental``
+(``enable_compiled_autograd``) are imported with it, as the bridge's are; the backend itself
+(:mod:`gaudi_standin.compiler.hpu_backend`) is registered as TorchDynamo's backend registry loads.
 """
 
 from __future__ import annotations

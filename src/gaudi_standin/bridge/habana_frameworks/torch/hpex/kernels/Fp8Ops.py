@@ -1,6 +1,6 @@
 """``habana_frameworks.torch.hpex.kernels.Fp8Ops`` (bridge releases after 1.19): Python entry points of the fp8 ops.
 
-Each calls the ``torch.ops.hpu`` op of the same name (:mod:`.custom_ops.fp8`), with its arguments.
+Each calls the ``torch.ops.hpu`` op of the same name (:mod:`gaudi_standin.ops.fp8`), with its arguments.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 one, the input and the weight are quantized to the recipe's forward fp8 format, the gradient of the output to its
 backward format (``HYBRID``: E4M3 forward, E5M2 backward), each with its delayed scale; both matmuls of the backward
 and the one of the forward run on the dequantized values in fp32, and the output comes back in the activation
-dtype (the autocast dtype inside ``torch.autocast``). See :mod:`.te_fp8` for the scaling and the quantization.
+dtype (the autocast dtype inside ``torch.autocast``). See :mod:`.fp8` for the scaling and the quantization.
 
 What the stand-in does not emulate: tensor parallelism of ``Linear`` (``tp_size > 1``, ``parallel_mode``), the
 engine's attention and checkpoint helpers, and stochastic rounding of gradients (the stand-in rounds to nearest).

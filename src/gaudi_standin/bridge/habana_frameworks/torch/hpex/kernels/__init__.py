@@ -1,8 +1,9 @@
 """``habana_frameworks.torch.hpex.kernels`` on the stand-in: ``FusedSDPA``, the rotary-embedding helpers
 (formulas in :mod:`gaudi_standin.ops.rotary`) and ``CTCLoss``, ``CustomSoftmax`` (:mod:`gaudi_standin.ops.losses`),
 with the bridge's signatures and semantics (1.19), computed with torch ops on the inputs' device. Each is an
-autograd function whose backward recomputes the forward. ``FusedSDPA`` is ``scaled_dot_product_attention``: ``softmax_mode="fast"`` and ``"None"`` are both exact here, and
-recomputation (``recompute_mode``, ``hpu.sdp_kernel``) changes which arguments the bridge accepts, not values.
+autograd function whose backward recomputes the forward. ``FusedSDPA`` is ``scaled_dot_product_attention``:
+``softmax_mode="fast"`` and ``"None"`` are both exact here, and recomputation (``recompute_mode``,
+``hpu.sdp_kernel``) changes which arguments the bridge accepts, not values.
 """
 
 from __future__ import annotations

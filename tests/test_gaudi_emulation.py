@@ -9,6 +9,7 @@ import hook itself is checked in-process, on a private copy of ``sys.meta_path``
 
 from __future__ import annotations
 
+import ast
 import importlib
 import json
 import os
@@ -210,3 +211,20 @@ def test_a_real_bridge_is_never_shadowed_nor_mistaken_for_the_emulation(
     ]
     monkeypatch.delenv("DS_ACCELERATOR", raising=False)
     assert hook.install_if_requested() is False and "DS_ACCELERATOR" not in os.environ
+
+
+def test_the_start_up_modules_import_only_the_standard_library() -> None:
+    """What runs at every Python start (the ``.pth`` line, torch's entry point) stays cheap: the standard library and
+    the ``startup`` package itself, at module level and inside functions alike."""
+    folder = Path(hook.__file__).parent
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                assert top in sys.stdlib_module_names or name.startswith("gaudi_standin.startup"), (path.name, name)

@@ -5,7 +5,8 @@ backward, and Habana's graph compiler builds a recipe for each. Here the same na
 for real (so graph breaks, guards and recompilations happen exactly as on the device) and then executes the
 AOTAutograd graphs eagerly on the CPU, like torch's ``aot_eager`` backend. That keeps tests fast: no code generation
 and no C++ compiler, while every step above the device compiler is the real one. Options take the bridge's keys
-(``hpu_backend_config``); an unknown key is refused, as the bridge's config patch refuses it.
+(``hpu_backend_config``), patched for one compilation; an unknown key is refused, as the bridge's config patch
+refuses it.
 
 :func:`register_with` registers it as TorchDynamo's registry loads (the stand-in's import hook), so
 ``torch.compile(backend="hpu_backend")`` works whether or not anything imported the bridge, as on a Gaudi, where
@@ -31,19 +32,6 @@ BACKEND_NAME = "hpu_backend"
 
 class CompileInLazyModeError(RuntimeError):
     """``torch.compile(backend="hpu_backend")`` was called while the process runs the legacy lazy mode."""
-
-
-def _check_options(options: Any, known: frozenset[str]) -> dict[str, Any]:
-    """The compile options as a dict, refusing keys the bridge's backend does not know (as its config patch does)."""
-    if options is None:
-        return {}
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise ValueError(
-            f"`options` has keys {unknown} that {BACKEND_NAME} does not know; use keys of the bridge's"
-            f" hpu_backend_config: {', '.join(sorted(known))}."
-        )
-    return dict(options)
 
 
 _lock = threading.Lock()
@@ -123,18 +111,19 @@ def hpu_backend(graph: torch.fx.GraphModule, example_inputs: list[Any], **kwargs
             f"torch.compile(backend='{BACKEND_NAME}') needs eager mode, but this process runs the legacy lazy mode"
             f" ({LAZY_MODE_ENV}={lazy_mode_env_value()!r}); set {LAZY_MODE_ENV}=0 (or unset it) before starting Python."
         )
-    # The backend's settings: the emulated habana_frameworks.torch.dynamo.compile_backend.config (imported here, when
-    # something compiles: importing it imports the emulated bridge, which TorchDynamo's registry must not wait for).
+    # The backend's settings are the emulated habana_frameworks.torch.dynamo.compile_backend.config, which ``options=``
+    # patches for this compilation as the bridge's backend does (an unknown key is refused there). Imported here, when
+    # something compiles: importing it imports the emulated bridge, which TorchDynamo's registry must not wait for.
     from torch._dynamo.backends.common import aot_autograd
 
     from gaudi_standin.bridge.habana_frameworks.torch.dynamo.compile_backend import config
 
-    options = _check_options(kwargs.get("options"), config.OPTION_KEYS)
-    return aot_autograd(
-        fw_compiler=_counting_compiler("forward"),
-        bw_compiler=_counting_compiler("backward"),
-        keep_inference_input_mutations=bool(options.get("keep_input_mutations", config.keep_input_mutations)),
-    )(graph, example_inputs)
+    with config.patch(dict(kwargs.get("options") or {})):
+        return aot_autograd(
+            fw_compiler=_counting_compiler("forward"),
+            bw_compiler=_counting_compiler("backward"),
+            keep_inference_input_mutations=bool(config.keep_input_mutations),
+        )(graph, example_inputs)
 
 
 def register_with(registry: ModuleType) -> None:

@@ -13,7 +13,7 @@ import sys
 
 from torch.utils._config_module import install_config_module
 
-__all__ = ["OPTION_KEYS", "configuration_flags"]
+__all__ = ["configuration_flags"]
 
 _TRUE, _FALSE = ("on", "1", "yes", "true", "y", "t"), ("off", "0", "no", "false", "n", "f")
 
@@ -55,9 +55,6 @@ use_boxed_input = _flag("PT_HPU_USE_BOXED_INPUT", "1")
 
 
 install_config_module(sys.modules[__name__])
-
-#: The keys above: what ``torch.compile(..., options=...)`` may set for ``hpu_backend`` (bridge 1.19).
-OPTION_KEYS = frozenset(key for key in sys.modules[__name__].get_config_copy() if not key.startswith("_"))
 
 
 class _Flags:

@@ -118,11 +118,12 @@ def hpu_backend(graph: torch.fx.GraphModule, example_inputs: list[Any], **kwargs
 
     from gaudi_standin.bridge.habana_frameworks.torch.dynamo.compile_backend import config
 
-    with config.patch(dict(kwargs.get("options") or {})):
+    backend_config: Any = config  # a torch config module: ``install_config_module`` gave it ``patch``
+    with backend_config.patch(dict(kwargs.get("options") or {})):
         return aot_autograd(
             fw_compiler=_counting_compiler("forward"),
             bw_compiler=_counting_compiler("backward"),
-            keep_inference_input_mutations=bool(config.keep_input_mutations),
+            keep_inference_input_mutations=bool(backend_config.keep_input_mutations),
         )(graph, example_inputs)
 
 

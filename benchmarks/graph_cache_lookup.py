@@ -3,7 +3,7 @@
 Every call of a module under ``ModuleCacher`` or ``wrap_in_hpu_graph`` computes a key before it can replay. The old
 lookup bound the call with ``inspect.Signature.bind``, built a key that walked every argument (shape, dtype, stride,
 device, requires_grad), flattened the arguments a second time with torch's pytree to find the tensors, and
-unflattened the outputs with it. The new one (``gaudi_standin.graph_keys``) reads the signature
+unflattened the outputs with it. The new one (``gaudi_standin.graphs.keys``) reads the signature
 once, builds the key and collects the tensors in one walk, and hands a single-tensor output straight back.
 
 Both are timed here, in the same run, on the same calls: a one-tensor call, and a call shaped like a Hugging Face
@@ -29,7 +29,7 @@ import torch
 from torch import Tensor, nn
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
-from gaudi_standin.graph_keys import ForwardSignature, call_key, rebuild, walk
+from gaudi_standin.graphs.keys import ForwardSignature, call_key, rebuild, walk
 
 
 # --------------------------------------------------------------------------------------------- the old lookup

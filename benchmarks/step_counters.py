@@ -28,7 +28,7 @@ import torch.distributed as dist
 from lightning.pytorch import Callback, LightningModule, Trainer
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from gaudi_standin.process_group import HCCLStandInProcessGroup
+from gaudi_standin.distributed.process_group import HCCLStandInProcessGroup
 from lightning_hpu.pytorch.strategies import sigterm
 from lightning_hpu.runtime import require_backend
 

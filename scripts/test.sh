@@ -7,7 +7,7 @@
 #   bash scripts/test.sh --leg all         # the three in turn, as CI runs them (.ci/run)
 #   bash scripts/test.sh --leg gaudi-1.24  # Python 3.10, torch 2.10.0 (Intel Gaudi 1.24.0's), newest Lightning 2.6.x
 # PyPI's Linux builds of torch other than the pinned one are CUDA builds (several GB; they run without a GPU): the
-# stand-in turns CUDA off in its processes (gaudi_standin.early_load). pip's cache is shared by the legs.
+# stand-in turns CUDA off in its processes (gaudi_standin.startup.early_load). pip's cache is shared by the legs.
 # Other arguments go to pytest (e.g. `bash scripts/test.sh --leg oldest tests/test_runtime.py`). pytest runs in
 # LIGHTNING_HPU_TEST_WORKERS processes (pytest-xdist; default 2, 0 for one process): the tests that wait on the Python
 # processes they start leave a core idle, which the other worker's tests use. A leg that cannot

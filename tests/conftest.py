@@ -14,7 +14,7 @@ os.environ.setdefault("LIGHTNING_HPU_BACKEND", "cpu")
 
 # lightning_hpu (and with it torch and Lightning, ~7 s) is imported where a fixture or hook first needs it: in the
 # workers of `pytest -n`, not in the controller, which starts them only once this file is loaded.
-from gaudi_standin.device_cache import EXTENSIONS_DIR_ENV
+from gaudi_standin.startup.device_cache import EXTENSIONS_DIR_ENV
 from tests.namespaces import NAMESPACES
 from tests.preloaded_python import PreloadedPython
 from tests.two_device_run import TwoDeviceRun, launch
@@ -136,7 +136,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(autouse=True)
 def _fresh_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Each test starts from the session's environment, and a backend and stand-in runtime created anew from it."""
-    from gaudi_standin import runtime as standin_runtime
+    from gaudi_standin.emulator import machine as standin_runtime
     from lightning_hpu.runtime import reset_backend, settings
 
     backend_variables = (
@@ -161,7 +161,7 @@ def _fresh_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.delenv(settings.VISIBLE_MODULES_ENV, raising=False)
     monkeypatch.setattr("lightning_hpu.device.selection._selected_indices", None)
     # The dynamic-shape switch of the emulated bridge is process state: back to the environment's default.
-    monkeypatch.setattr("gaudi_standin.dynamic_shapes._override", None)
+    monkeypatch.setattr("gaudi_standin.emulator.dynamic_shapes._override", None)
     reset_backend()
     standin_runtime.reset()
     yield
@@ -213,7 +213,7 @@ def two_device_run(
 def standin(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
     """The package's backend on a freshly created CPU stand-in (eager mode, the default of current Gaudi software;
     one GAUDI2). What only the stand-in knows (its counters) is ``tests.standin.counters()``."""
-    from gaudi_standin import runtime as standin_runtime
+    from gaudi_standin.emulator import machine as standin_runtime
     from lightning_hpu.runtime import get_backend, reset_backend, settings
 
     monkeypatch.setenv(settings.BACKEND_ENV, "cpu")
@@ -239,7 +239,7 @@ def no_hpu(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def lazy_mode(monkeypatch: pytest.MonkeyPatch) -> None:
     """The legacy lazy mode (``PT_HPU_LAZY_MODE=1``), for this test and the processes it starts."""
-    from gaudi_standin import runtime as standin_runtime
+    from gaudi_standin.emulator import machine as standin_runtime
     from lightning_hpu.runtime import reset_backend, settings
 
     monkeypatch.setenv(settings.LAZY_MODE_ENV, "1")

@@ -46,7 +46,7 @@ class Net(LightningModule):
 
 if not report["launched_child"]:
     # Eager mode: step markers are no-ops and the graph API is missing, as on a Gaudi.
-    from gaudi_standin import runtime as standin_runtime
+    from gaudi_standin.emulator import machine as standin_runtime
 
     counters = standin_runtime.current().counters
     report["is_lazy"] = htcore.is_lazy()

@@ -22,7 +22,7 @@ from lightning.pytorch import LightningModule, Trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from gaudi_standin import runtime as standin_runtime
+from gaudi_standin.emulator import machine as standin_runtime
 from lightning_hpu.runtime import bridge_installed
 
 _batch_size, FEATURES, CLASSES, STEPS = 8, 16, 4, 6

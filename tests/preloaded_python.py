@@ -24,8 +24,8 @@ OpenMP reads when it loads, is applied with ``torch.set_num_threads``; and torch
 (``torch.backends`` entry points, which load the stand-in's ``hpu`` device) runs again in each process. Nothing
 of lightning_hpu is imported by the server (its environment has none of the package's variables but the folder of
 the stand-in's built device library), so every process sets the stand-in up from its own; on a CUDA build of torch
-the server loads that library before torch (``gaudi_standin.early_load``), as a stand-in process does, so CUDA is off
-in every fork.
+the server loads that library before torch (``gaudi_standin.startup.early_load``), as a stand-in process does, so
+CUDA is off in every fork.
 
 Tests that are about processes themselves (start-up cost, clean exits, a rank that must die with the Lightning
 launcher that started it, a writer killed mid-save) keep using the real interpreter.
@@ -215,7 +215,7 @@ def _serve(socket_path: str) -> tuple[socket.socket, _Request]:
     # On a CUDA build of torch, the stand-in's device library must load before torch._C initialises, or CUDA stays
     # torch's accelerator in every fork (autograd then fails on hpu tensors); the package's start-up hook arranges it
     # in a stand-in process, which the server is not (a CPU build of torch is left alone).
-    from gaudi_standin import early_load
+    from gaudi_standin.startup import early_load
 
     early_load.install()
     import lightning
@@ -342,11 +342,11 @@ def _become(connection: socket.socket, request: _Request) -> Any:
         Lightning the server imported (a fork registers even if its script never imports Lightning: the one
         difference from a real start, which costs the fork the import of lightning_hpu)."""
         try:
-            import gaudi_standin.startup
+            import gaudi_standin.startup.import_hook
         except ImportError:
             pass
         else:
-            gaudi_standin.startup.install_if_requested()
+            gaudi_standin.startup.import_hook.install_if_requested()
         import torch
 
         if torch._is_device_backend_autoload_enabled():

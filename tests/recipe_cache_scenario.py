@@ -15,7 +15,7 @@ import torch
 from lightning.pytorch import Trainer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from gaudi_standin import runtime as standin_runtime
+from gaudi_standin.emulator import machine as standin_runtime
 from lightning_hpu import HPUAccelerator, HPUCompile
 from tests.helpers import RegressionModel
 

@@ -37,7 +37,7 @@ from lightning.pytorch import LightningModule, Trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from gaudi_standin import hccl_rules, process_group
+from gaudi_standin.distributed import hccl_rules, process_group
 from lightning_hpu import HPUFSDPStrategy, HPUModelParallelStrategy
 
 WORLD = 2

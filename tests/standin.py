@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gaudi_standin import runtime as standin_runtime
-from gaudi_standin.counters import StandInCounters
+from gaudi_standin.emulator import machine as standin_runtime
+from gaudi_standin.emulator.counters import StandInCounters
 from lightning_hpu.runtime import reset_backend as reset_package_backend
 
 

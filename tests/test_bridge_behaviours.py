@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-import gaudi_standin.bridge.torch_package  # noqa: F401 (the hpu device)
+import gaudi_standin.bridge.habana_frameworks.torch  # noqa: F401 (the hpu device)
 
 HPU = torch.device("hpu")
 
@@ -47,8 +47,8 @@ def _train_outputs(model: torch.nn.Module, steps: int) -> list[torch.Tensor]:
 
 
 def test_random_ops_in_a_module_cacher_replay_match_eager(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gaudi_standin import runtime
-    from gaudi_standin.bridge.graph_api import ModuleCacher
+    from gaudi_standin.emulator import machine as runtime
+    from gaudi_standin.graphs.bridge_api import ModuleCacher
 
     monkeypatch.setenv("PT_HPU_LAZY_MODE", "1")  # the bridge's ModuleCacher graphs training in lazy mode only
     torch.manual_seed(0)
@@ -64,7 +64,7 @@ def test_random_ops_in_a_module_cacher_replay_match_eager(monkeypatch: pytest.Mo
 
 
 def test_an_hpu_graph_replay_draws_random_numbers_as_an_eager_run() -> None:
-    from gaudi_standin.bridge.graph_api import HPUGraph, graph
+    from gaudi_standin.graphs.bridge_api import HPUGraph, graph
 
     static = torch.zeros(5, device=HPU)
     torch.manual_seed(1)
@@ -82,7 +82,7 @@ def test_an_hpu_graph_replay_draws_random_numbers_as_an_eager_run() -> None:
 
 
 def test_a_graph_replays_an_op_whose_result_was_reshaped_in_place() -> None:
-    from gaudi_standin.bridge.graph_api import HPUGraph, graph
+    from gaudi_standin.graphs.bridge_api import HPUGraph, graph
 
     # matmul of a vector runs mm on a [1, n] view and squeezes the result in place: the graph keeps the squeezed
     # tensor, and a replay writes the mm result into it in the shape mm gave it.
@@ -100,8 +100,8 @@ def test_a_graph_replays_an_op_whose_result_was_reshaped_in_place() -> None:
 
 
 def test_a_graph_over_fp8_layers_replays() -> None:
-    from gaudi_standin.bridge import transformer_engine as te
-    from gaudi_standin.bridge.graph_api import HPUGraph, graph
+    from gaudi_standin.bridge.habana_frameworks.torch.hpex.experimental import transformer_engine as te
+    from gaudi_standin.graphs.bridge_api import HPUGraph, graph
 
     torch.manual_seed(2)
     layer = te.Linear(8, 3).to(HPU)

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-import gaudi_standin.bridge.torch_package  # noqa: F401 (the device and torch.ops.hpu, as importing the bridge)
-from gaudi_standin.bridge import hpu
+import gaudi_standin.bridge.habana_frameworks.torch  # noqa: F401 (the device and torch.ops.hpu, as importing the bridge)
+from gaudi_standin.bridge.habana_frameworks.torch import hpu
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "guide" / "bridge-coverage.md"
 LAZY_ONLY_MODULES = ("habana_frameworks.torch.hpu.", "habana_frameworks.torch.core.hpu.")

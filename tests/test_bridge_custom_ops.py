@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-import gaudi_standin.bridge.torch_package  # noqa: F401 (defines torch.ops.hpu)
+import gaudi_standin.bridge.habana_frameworks.torch  # noqa: F401 (defines torch.ops.hpu)
 
 HPU = torch.device("hpu")
 

@@ -13,7 +13,8 @@ import pytest
 import torch
 from torch import nn
 
-from gaudi_standin.bridge import experimental, hpu
+from gaudi_standin.bridge.habana_frameworks.torch import hpu
+from gaudi_standin.bridge.habana_frameworks.torch.utils import experimental
 from lightning_hpu.runtime import settings
 
 

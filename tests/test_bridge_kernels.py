@@ -14,9 +14,10 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-import gaudi_standin.startup as hook
-from gaudi_standin.bridge import hpu, kernels, library_loader, normalization
-from gaudi_standin.bridge.kernels import (
+import gaudi_standin.startup.import_hook as hook
+from gaudi_standin.bridge.habana_frameworks.torch import hpu
+from gaudi_standin.bridge.habana_frameworks.torch.hpex import kernels, normalization
+from gaudi_standin.bridge.habana_frameworks.torch.hpex.kernels import (
     FusedSDPA,
     RotaryPosEmbeddingHelperV1,
     RotaryPosEmbeddingHelperV2,
@@ -24,7 +25,8 @@ from gaudi_standin.bridge.kernels import (
     RotaryPosEmbeddingMode,
     apply_rotary_pos_emb,
 )
-from gaudi_standin.bridge.normalization import FusedRMSNorm
+from gaudi_standin.bridge.habana_frameworks.torch.hpex.normalization import FusedRMSNorm
+from gaudi_standin.bridge.habana_frameworks.torch.utils import library_loader
 
 
 def _leaves(*tensors: Tensor) -> list[Tensor]:
@@ -54,7 +56,7 @@ def test_the_bridge_module_names_are_served() -> None:
         "habana_frameworks.torch.utils.library_loader": library_loader,
     }
     for name, module in served.items():
-        assert importlib.import_module(f"{hook.EMULATION_PACKAGE}.{hook.MODULES[name]}") is module
+        assert importlib.import_module(hook.standin_module(name)) is module
     assert set(kernels.__all__) >= {
         "FusedSDPA",
         "RotaryPosEmbeddingHelperV1",

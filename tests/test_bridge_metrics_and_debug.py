@@ -14,8 +14,10 @@ import pytest
 import torch
 from torch import nn
 
-from gaudi_standin import dynamic_shapes
-from gaudi_standin.bridge import debug, hpu, metrics
+from gaudi_standin.bridge.habana_frameworks.torch import hpu
+from gaudi_standin.bridge.habana_frameworks.torch.hpu import metrics
+from gaudi_standin.bridge.habana_frameworks.torch.utils import debug
+from gaudi_standin.emulator import dynamic_shapes
 from tests.standin import counters as standin_counters
 
 
@@ -142,7 +144,7 @@ def test_autocast_state_is_the_devices_autocast(standin: Any) -> None:
 
 
 def test_dynamic_shapes_also_key_torch_compile_recipes(standin: Any) -> None:
-    from gaudi_standin.compile_backend import _counting_recipes
+    from gaudi_standin.compiler.hpu_backend import _counting_recipes
 
     def run(args: list[Any]) -> None:
         return None

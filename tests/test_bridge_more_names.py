@@ -15,11 +15,16 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-import gaudi_standin.bridge.torch_package  # noqa: F401 (the device and torch.ops.hpu)
-from gaudi_standin.bridge import compile_config, dynamicity, experimental, graph_helpers, hpu, kernels
-from gaudi_standin.bridge.fp8_ops import cast_to_fp8_v2
-from gaudi_standin.bridge.graph_helpers import CachedParams, TensorPacker, copy_to
-from gaudi_standin.bridge.optimizers_distributed import FusedAdamW
+import gaudi_standin.bridge.habana_frameworks.torch  # noqa: F401 (the device and torch.ops.hpu)
+from gaudi_standin.bridge.habana_frameworks.torch import hpu
+from gaudi_standin.bridge.habana_frameworks.torch.dynamo.compile_backend import config as compile_config
+from gaudi_standin.bridge.habana_frameworks.torch.hpex import kernels
+from gaudi_standin.bridge.habana_frameworks.torch.hpex.kernels.Fp8Ops import cast_to_fp8_v2
+from gaudi_standin.bridge.habana_frameworks.torch.hpex.optimizers.distributed import FusedAdamW
+from gaudi_standin.bridge.habana_frameworks.torch.utils import experimental
+from gaudi_standin.bridge.habana_frameworks.torch.utils.experimental import detect_recompilation as dynamicity
+from gaudi_standin.graphs import helpers as graph_helpers
+from gaudi_standin.graphs.helpers import CachedParams, TensorPacker, copy_to
 
 HPU = torch.device("hpu")
 

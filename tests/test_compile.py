@@ -18,7 +18,7 @@ from torch import nn
 from torch._dynamo.utils import counters
 from torch.utils.data import DataLoader, TensorDataset
 
-from gaudi_standin.compile_backend import register_hpu_backend
+from gaudi_standin.compiler.hpu_backend import register_hpu_backend
 from lightning_hpu import HPUCompile, HPUGraphs, HPURecompileMonitor, HPUThroughputMonitor
 from lightning_hpu.compile import CompileInLazyModeError
 from lightning_hpu.pytorch.callbacks import HPUCompileError
@@ -97,7 +97,8 @@ def test_hpu_backend_compiles_with_real_dynamo(standin: Any) -> None:
 
 def test_hpu_backend_refuses_unknown_options(standin: Any) -> None:
     model = torch.compile(nn.Linear(4, 2), backend="hpu_backend", options={"max_autotune": True})
-    with pytest.raises(Exception, match=r"options.*max_autotune.*hpu_backend"):
+    # The stand-in's backend patches the bridge's config with the options, which refuses a key it does not have.
+    with pytest.raises(Exception, match=r"hpu_backend(.|\n)*compile_backend\.config\.max_autotune does not exist"):
         model(torch.ones(3, 4))
     with pytest.raises(ValueError, match="max_autotune"):
         HPUCompile(options={"max_autotune": True})

@@ -21,9 +21,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.distributed import ReduceOp
 
-from gaudi_standin import process_group as cpu_process_group
-from gaudi_standin.graphs import StandInGraph, capture_active, standin_capture
-from gaudi_standin.process_group import (
+from gaudi_standin.distributed import process_group as cpu_process_group
+from gaudi_standin.distributed.process_group import (
     CAPTURE_REFUSED_MESSAGE,
     DTYPE_REFUSED_MESSAGE,
     HCCL_REFUSED_MESSAGE,
@@ -32,6 +31,7 @@ from gaudi_standin.process_group import (
     check_hccl_reduce_op,
     register_hccl_standin_backend,
 )
+from gaudi_standin.graphs.standin_graph import StandInGraph, capture_active, standin_capture
 
 ACCEPTED_OPS = [ReduceOp.SUM, ReduceOp.MIN, ReduceOp.MAX]
 REFUSED_OPS = {

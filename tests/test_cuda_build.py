@@ -1,6 +1,7 @@
 """The stand-in on a CUDA build of torch (PyPI's Linux builds, the oldest and newest CI legs): hpu is torch's
-accelerator and CUDA is off, because the device library loads before ``torch._C`` (``gaudi_standin.early_load``);
-where it cannot, one sentence says what to do. On a CPU build of torch the early loading does nothing."""
+accelerator and CUDA is off, because the device library loads before ``torch._C``
+(``gaudi_standin.startup.early_load``); where it cannot, one sentence says what to do. On a CPU build of torch the
+early loading does nothing."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 import torch
 
-from gaudi_standin import early_load
+from gaudi_standin.startup import early_load
 from lightning_hpu.support import env_report
 
 CUDA_BUILD = torch.version.cuda is not None
@@ -55,7 +56,9 @@ def test_nothing_is_loaded_on_a_cpu_build_or_without_a_built_library(
     assert not early_load.load_before_torch_c()  # a CPU build
     version.cuda = "99.9"  # type: ignore[attr-defined]
     assert not early_load.load_before_torch_c()  # a CUDA build, but no library was built for this torch
-    monkeypatch.setattr("gaudi_standin.device_cache.built_library", lambda version, abi: "/nonexistent/library.so")
+    monkeypatch.setattr(
+        "gaudi_standin.startup.device_cache.built_library", lambda version, abi: "/nonexistent/library.so"
+    )
     assert not early_load.load_before_torch_c()  # loading fails: said in one line, never raised
     assert "did not load before torch._C" in capsys.readouterr().err
 
@@ -102,7 +105,7 @@ def test_a_device_loaded_after_torch_chose_cuda_says_what_to_do() -> None:
     script = textwrap.dedent(
         """
         import sys
-        from gaudi_standin import early_load
+        from gaudi_standin.startup import early_load
         sys.meta_path[:] = [finder for finder in sys.meta_path if not isinstance(finder, early_load.TorchCFinder)]
         import torch
         torch.ones(1, device="hpu")

@@ -24,7 +24,7 @@ from lightning.pytorch.plugins import DeepSpeedPrecision
 from lightning.pytorch.strategies import StrategyRegistry
 from lightning.pytorch.utilities.exceptions import MisconfigurationException
 
-from gaudi_standin import runtime as standin_runtime
+from gaudi_standin.emulator import machine as standin_runtime
 from lightning_hpu import HPUAccelerator, HPUDeepSpeedStrategy
 from lightning_hpu.runtime import bridge_emulated, get_backend
 from tests.standin import reset_backend

@@ -225,7 +225,7 @@ def test_a_cpu_backward_before_any_hpu_work_leaves_hpu_autograd_working(python_e
     env = {**os.environ, "LIGHTNING_HPU_BACKEND": "cpu"}
     done = subprocess.run([python_executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split() == ["hpu:0", "hpu", "gaudi_standin.bridge.hpu"], done.stdout
+    assert done.stdout.split() == ["hpu:0", "hpu", "gaudi_standin.bridge.habana_frameworks.torch.hpu"], done.stdout
     # Without the start-up loading, the same script is refused in one sentence saying what to do.
     env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)

@@ -117,7 +117,7 @@ def _trained_net() -> tuple[Net, torch.Tensor]:
 
 
 def test_fp8_on_the_standin_uses_its_emulated_engine(standin: Any) -> None:
-    from gaudi_standin.bridge import transformer_engine
+    from gaudi_standin.bridge.habana_frameworks.torch.hpex.experimental import transformer_engine
 
     plugin = HPUPrecisionPlugin("fp8", fp8_recipe={"fp8_format": "HYBRID", "margin": 1})
     assert standin.transformer_engine() is transformer_engine

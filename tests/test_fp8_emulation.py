@@ -15,7 +15,7 @@ from lightning.pytorch import LightningModule, Trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from gaudi_standin.bridge import transformer_engine as te
+from gaudi_standin.bridge.habana_frameworks.torch.hpex.experimental import transformer_engine as te
 from lightning_hpu import HPUDeepSpeedPrecisionPlugin, HPUPrecisionPlugin
 from lightning_hpu.runtime import settings
 

@@ -16,10 +16,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-import gaudi_standin.startup as hook
-from gaudi_standin.bridge import movingavrg, optimizers
-from gaudi_standin.bridge.movingavrg import FusedEMA
-from gaudi_standin.bridge.optimizers import FusedAdagrad, FusedLamb, FusedLars, FusedSGD
+import gaudi_standin.startup.import_hook as hook
+from gaudi_standin.bridge.habana_frameworks.torch.hpex import movingavrg, optimizers
+from gaudi_standin.bridge.habana_frameworks.torch.hpex.movingavrg import FusedEMA
+from gaudi_standin.bridge.habana_frameworks.torch.hpex.optimizers import FusedAdagrad, FusedLamb, FusedLars, FusedSGD
 from lightning_hpu.hpu_graphs import HPUGraph, graph
 from tests.standin import counters as standin_counters
 
@@ -45,7 +45,7 @@ def test_the_bridge_module_names_are_served() -> None:
         "habana_frameworks.torch.hpex.optimizers": optimizers,
         "habana_frameworks.torch.hpex.movingavrg": movingavrg,
     }.items():
-        assert importlib.import_module(f"{hook.EMULATION_PACKAGE}.{hook.MODULES[name]}") is module
+        assert importlib.import_module(hook.standin_module(name)) is module
     assert {"FusedAdagrad", "FusedAdamW", "FusedLamb", "FusedLars", "FusedSGD"} <= set(optimizers.__all__)
     assert movingavrg.__all__ == ["FusedEMA"]
 

@@ -9,6 +9,7 @@ import hook itself is checked in-process, on a private copy of ``sys.meta_path``
 
 from __future__ import annotations
 
+import ast
 import importlib
 import json
 import os
@@ -20,7 +21,7 @@ from typing import Any
 
 import pytest
 
-import gaudi_standin.startup as hook
+import gaudi_standin.startup.import_hook as hook
 from lightning_hpu.runtime import MEMORY_STAT_KEYS, bridge_installed
 
 TESTS = Path(__file__).parent
@@ -179,8 +180,9 @@ def test_the_hook_needs_the_stand_in_and_follows_deepspeeds_accelerator_module(
     assert not hook.installed() and "DS_ACCELERATOR" not in os.environ
     monkeypatch.setenv("LIGHTNING_HPU_BACKEND", "cpu")
     assert hook.install_if_requested() is True
-    assert isinstance(private_meta_path[-1], hook.EmulationFinder)  # last: behind every real finder
     assert isinstance(private_meta_path[0], hook.AfterImportHook)  # first, for DeepSpeed's one module
+    # Before the path finder, which would load a second copy of a stand-in submodule under the bridge's name.
+    assert isinstance(private_meta_path[1], hook.EmulationFinder)
     assert "DS_ACCELERATOR" not in os.environ  # DeepSpeed chooses as on a Gaudi; the hook answers for "hpu"
     assert hook.install_if_requested() is True
     assert sum(isinstance(f, hook.EmulationFinder) for f in private_meta_path) == 1
@@ -204,6 +206,25 @@ def test_a_real_bridge_is_never_shadowed_nor_mistaken_for_the_emulation(
     assert bridge_installed() is True
     spec = importlib.util.find_spec("habana_frameworks")
     assert spec is not None and not hook.is_emulated(spec)
-    private_meta_path.pop()
+    private_meta_path[:] = [
+        f for f in private_meta_path if not isinstance(f, (hook.EmulationFinder, hook.AfterImportHook))
+    ]
     monkeypatch.delenv("DS_ACCELERATOR", raising=False)
     assert hook.install_if_requested() is False and "DS_ACCELERATOR" not in os.environ
+
+
+def test_the_start_up_modules_import_only_the_standard_library() -> None:
+    """What runs at every Python start (the ``.pth`` line, torch's entry point) stays cheap: the standard library and
+    the ``startup`` package itself, at module level and inside functions alike."""
+    folder = Path(hook.__file__).parent
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                assert top in sys.stdlib_module_names or name.startswith("gaudi_standin.startup"), (path.name, name)

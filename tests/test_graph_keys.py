@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import torch
 
-from gaudi_standin.graph_keys import ForwardSignature, call_key, rebuild, walk
+from gaudi_standin.graphs.keys import ForwardSignature, call_key, rebuild, walk
 
 Pair = namedtuple("Pair", ["a", "b"])
 

@@ -138,7 +138,7 @@ class SyncsOnTheHost(Classifier):
 
 
 def test_a_failed_fit_leaves_the_module_eager_and_refittable(lazy_standin) -> None:
-    from gaudi_standin.graphs import HostSyncInCaptureError
+    from gaudi_standin.graphs.standin_graph import HostSyncInCaptureError
 
     model = SyncsOnTheHost()
     trainer = Trainer(

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from gaudi_standin.graphs import HostSyncInCaptureError
+from gaudi_standin.graphs.standin_graph import HostSyncInCaptureError
 from lightning_hpu.hpu_graphs import HPUGraph, HPUGraphsUnavailableError, graph
 from tests.standin import counters as standin_counters
 
@@ -185,7 +185,7 @@ def test_graph_needs_an_hpugraph(lazy_standin) -> None:
 
 
 def test_capture_active_tells_whether_a_capture_is_underway(lazy_standin) -> None:
-    from gaudi_standin.graphs import capture_active
+    from gaudi_standin.graphs.standin_graph import capture_active
 
     g = HPUGraph()
     x = torch.ones(2)

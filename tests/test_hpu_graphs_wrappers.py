@@ -10,8 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from gaudi_standin import runtime as standin_runtime
-from gaudi_standin.graph_caches import HPUGraphDtypeWarning
+from gaudi_standin.emulator import machine as standin_runtime
+from gaudi_standin.graphs.module_caches import HPUGraphDtypeWarning
 from lightning_hpu.hpu_graphs import (
     HPUGraphsUnavailableError,
     ModuleCacher,

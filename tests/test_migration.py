@@ -15,7 +15,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 import lightning_hpu
-from gaudi_standin.bridge import transformer_engine as te
+from gaudi_standin.bridge.habana_frameworks.torch.hpex.experimental import transformer_engine as te
 from lightning_hpu import (
     HPUAccelerator,
     HPUDeepSpeedPrecisionPlugin,

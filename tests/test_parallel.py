@@ -14,7 +14,7 @@ from lightning.fabric import Fabric
 from lightning.pytorch import Trainer
 from torch.distributed import ReduceOp
 
-from gaudi_standin.process_group import register_hccl_standin_backend
+from gaudi_standin.distributed.process_group import register_hccl_standin_backend
 from lightning_hpu import HPUParallelStrategy
 from lightning_hpu.distributed import collectives, flat_gradients
 from lightning_hpu.distributed.collectives import hccl_reduce_op

@@ -107,9 +107,12 @@ def _check_rank(report: dict[str, Any], module: int, lazy: bool) -> None:
     fp8 = report["fp8"]
     assert fp8["max_diff_between_ranks"] == 0.0 and fp8["scale_diff_between_ranks"] == 0.0
     assert fp8["scales"] != [1.0, 1.0, 1.0], "the scales follow the amaxes"
-    assert ("gaudi_standin.bridge.te_fp8", "all_reduce", "RedOpType.MAX", "torch.float32") in {
-        tuple(entry) for entry in report["python_collectives"]
-    }
+    assert (
+        "gaudi_standin.bridge.habana_frameworks.torch.hpex.experimental.transformer_engine.fp8",
+        "all_reduce",
+        "RedOpType.MAX",
+        "torch.float32",
+    ) in {tuple(entry) for entry in report["python_collectives"]}
 
     seen = [tuple(entry) for entry in report["python_collectives"]]
     assert not [entry for entry in seen if "AVG" in entry[2] or "PRODUCT" in entry[2]], seen

@@ -13,8 +13,8 @@ import pytest
 import torch
 from lightning.pytorch import Trainer
 
-from gaudi_standin import runtime as standin_runtime
-from gaudi_standin.recipe_store import active_store
+from gaudi_standin.emulator import machine as standin_runtime
+from gaudi_standin.emulator.recipe_store import active_store
 from lightning_hpu import HPUAccelerator, HPUCompile, HPURecompileMonitor, RecipeCache
 from lightning_hpu.runtime import get_backend
 from lightning_hpu.runtime.recipe_cache import (

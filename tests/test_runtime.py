@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from gaudi_standin import runtime as standin_runtime
+from gaudi_standin.emulator import machine as standin_runtime
 from lightning_hpu.runtime import (
     MEMORY_STAT_KEYS,
     HPUNotAvailableError,

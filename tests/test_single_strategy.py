@@ -8,7 +8,7 @@ import pytest
 import torch
 from lightning.pytorch import Callback, LightningModule, Trainer
 
-from gaudi_standin import runtime as standin_runtime
+from gaudi_standin.emulator import machine as standin_runtime
 from lightning_hpu import HPUAccelerator, HPUCheckpointIO, SingleHPUStrategy
 from lightning_hpu.runtime.bridge import BridgeBackend
 from tests.standin import counters as standin_counters

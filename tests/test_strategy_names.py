@@ -231,7 +231,7 @@ def test_profiler_hpu_gives_the_hpu_profiler_and_lightnings_names_still_work() -
 @pytest.mark.parametrize("owner", ["Trainer", "Fabric"])
 @pytest.mark.parametrize("precision", ["transformer-engine", "transformer-engine-float16"])
 def test_transformer_engine_reaches_the_hpu_fp8_path(owner: str, precision: str, standin: Any) -> None:
-    from gaudi_standin.bridge import transformer_engine
+    from gaudi_standin.bridge.habana_frameworks.torch.hpex.experimental import transformer_engine
 
     plugin = _build(owner, "auto", precision=precision).precision_plugin if owner == "Trainer" else None
     if plugin is None:

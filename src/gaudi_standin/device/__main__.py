@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import sys
 
-import gaudi_standin.startup
+import gaudi_standin.startup.import_hook
 from gaudi_standin.device.library import DeviceLibraryError, build_directory, load_device_library
 
 
 def main() -> int:
-    if gaudi_standin.startup.real_bridge_findable():
+    if gaudi_standin.startup.import_hook.real_bridge_findable():
         print("lightning-hpu: the Intel Gaudi bridge is installed; the CPU stand-in's device is not built here.")
         return 0
     try:

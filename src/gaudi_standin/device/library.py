@@ -17,15 +17,15 @@ from pathlib import Path
 
 import torch
 
-import gaudi_standin.autoload
-import gaudi_standin.startup
+import gaudi_standin.startup.autoload
+import gaudi_standin.startup.import_hook
 
-EXTENSIONS_DIR_ENV = gaudi_standin.autoload.EXTENSIONS_DIR_ENV
-LIBRARY_NAME = gaudi_standin.autoload.LIBRARY_NAME
-_CSRC = gaudi_standin.autoload.CSRC
-_SOURCES = gaudi_standin.autoload.SOURCES
-_CFLAGS = gaudi_standin.autoload.CFLAGS
-_READY = gaudi_standin.autoload.READY
+EXTENSIONS_DIR_ENV = gaudi_standin.startup.autoload.EXTENSIONS_DIR_ENV
+LIBRARY_NAME = gaudi_standin.startup.autoload.LIBRARY_NAME
+_CSRC = gaudi_standin.startup.autoload.CSRC
+_SOURCES = gaudi_standin.startup.autoload.SOURCES
+_CFLAGS = gaudi_standin.startup.autoload.CFLAGS
+_READY = gaudi_standin.startup.autoload.READY
 
 _lock = threading.Lock()
 _loaded = False
@@ -36,21 +36,21 @@ class DeviceLibraryError(RuntimeError):
 
 
 def _fingerprint() -> str:
-    return gaudi_standin.autoload.fingerprint(torch.__version__, bool(torch._C._GLIBCXX_USE_CXX11_ABI))
+    return gaudi_standin.startup.autoload.fingerprint(torch.__version__, bool(torch._C._GLIBCXX_USE_CXX11_ABI))
 
 
 def cache_root() -> Path:
     """Where built libraries are kept (one folder per torch build and source version)."""
-    return gaudi_standin.autoload.cache_root()
+    return gaudi_standin.startup.autoload.cache_root()
 
 
 def build_directory() -> Path:
     """The folder of the library for this torch build (a changed source rebuilds there, incrementally)."""
-    return gaudi_standin.autoload.build_directory(torch.__version__)
+    return gaudi_standin.startup.autoload.build_directory(torch.__version__)
 
 
 def _refuse_next_to_bridge() -> None:
-    if gaudi_standin.startup.real_bridge_findable():
+    if gaudi_standin.startup.import_hook.real_bridge_findable():
         raise DeviceLibraryError(
             "The Intel Gaudi bridge (habana_frameworks) is installed here, and it provides the HPU device itself;"
             " unset LIGHTNING_HPU_BACKEND to use the Gaudi, or run the CPU stand-in in an environment without the"
@@ -108,7 +108,9 @@ def load_device_library(require_accelerator: bool = True) -> None:
         if _loaded:
             return
         _refuse_next_to_bridge()
-        shared_object = gaudi_standin.autoload.built_library(torch.__version__, bool(torch._C._GLIBCXX_USE_CXX11_ABI))
+        shared_object = gaudi_standin.startup.autoload.built_library(
+            torch.__version__, bool(torch._C._GLIBCXX_USE_CXX11_ABI)
+        )
         if shared_object is not None:
             torch.ops.load_library(str(shared_object))  # a no-op when torch's start-up already loaded it
         else:
@@ -142,15 +144,6 @@ def _check_accelerator() -> None:
         " LIGHTNING_HPU_BACKEND=cpu before Python starts, with lightning-hpu installed by pip and its device"
         " built (scripts/setup.sh), so that the device loads with torch."
     )
-
-
-def cuda_is_off() -> bool:
-    """Whether the stand-in turned torch's CUDA off in this process (a CUDA build of torch whose CUDA hooks the
-    device library replaced, so that hpu is the accelerator)."""
-    if not (torch.version.cuda and _loaded and hasattr(torch, "accelerator")):
-        return False
-    accelerator = torch.accelerator.current_accelerator()
-    return accelerator is not None and accelerator.type == "hpu"
 
 
 def is_loaded() -> bool:

@@ -15,9 +15,9 @@ _REQUIRED: Any = required
 
 def _mark_step() -> None:
     """Mark a step, as the bridge's optimizers do (counted in lazy mode, a no-op in eager mode)."""
-    from gaudi_standin import runtime
+    from gaudi_standin.emulator import machine
 
-    runtime.current().mark_step()
+    machine.current().mark_step()
 
 
 def _grads_of(params: Iterable[Tensor], optimizer: str) -> list[tuple[Tensor, Tensor]]:

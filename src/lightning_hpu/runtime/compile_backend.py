@@ -1,7 +1,8 @@
 """Facts about the bridge's ``hpu_backend`` for ``torch.compile`` that hold on a Gaudi and on the stand-in.
 
-The name TorchDynamo knows it by, the option keys it takes, and the lazy-mode refusal. The stand-in's own backend,
-registered under the same name, lives in :mod:`gaudi_standin.compile_backend`.
+The name TorchDynamo knows it by, the option keys it takes, and the lazy-mode refusal. The bridge serves its keys in
+``habana_frameworks.torch.dynamo.compile_backend.config``, which this package does not import (only ``runtime.bridge``
+imports the bridge); the CPU stand-in's backend, registered under the same name, reads them there.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@
 // tensors and fail for want of a CUDA driver. This file registers, above torch's own, hooks that answer as a CPU
 // build's do ("CUDA is not built"), so that the stand-in's HPU hooks (hpu_device.cpp) are the accelerator's, as on
 // a CPU build. torch creates its CUDA hooks object once, when torch._C initialises: the replacement counts only in a
-// process that loaded this library before that (gaudi_standin.early_load does), and CUDA is off in that process.
+// process that loaded this library before that (gaudi_standin.startup.early_load does), and CUDA is off in that
+// process.
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <torch/library.h>
 

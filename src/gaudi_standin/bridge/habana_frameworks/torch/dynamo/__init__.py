@@ -1,0 +1,1 @@
+"""``habana_frameworks.torch.dynamo`` on the stand-in: the package of ``compile_backend``."""

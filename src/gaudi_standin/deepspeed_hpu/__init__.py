@@ -1,0 +1,1 @@
+"""DeepSpeed's HPU accelerator on the stand-in (``accelerator``), given to DeepSpeed once its module loads."""

@@ -5,10 +5,7 @@ Mirrors :mod:`lightning_hpu.fabric` module for module where both sides have the 
 ``device``, ``hpu_graphs``, ``fp8``, ``compile``, ``data``). Every public name is also at ``lightning_hpu.*``.
 """
 
-from typing import Any
+from lightning_hpu.support.lightning_habana_paths import names_of
 
-
-def __getattr__(name: str) -> Any:  # lightning-habana's names of this module path (coming-from-lightning-habana.md)
-    from lightning_hpu.support.lightning_habana_paths import names_of
-
-    return names_of(__name__)(name)
+#: lightning-habana's names of this module path (docs/guide/coming-from-lightning-habana.md), read when first asked.
+__getattr__ = names_of(__name__)

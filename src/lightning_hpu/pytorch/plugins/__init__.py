@@ -1,13 +1,12 @@
 """HPU plugins: checkpoint IO and precision (also under DeepSpeed)."""
 
-from typing import Any
-
 from lightning_hpu.fabric.plugins.checkpoint_io import HPUCheckpointIO
 from lightning_hpu.pytorch.plugins.async_checkpoint_io import HPUAsyncCheckpointIO
 from lightning_hpu.pytorch.plugins.deepspeed_precision import HPUDeepSpeedPrecisionPlugin
 from lightning_hpu.pytorch.plugins.fsdp_precision import HPUFSDPPrecisionPlugin
 from lightning_hpu.pytorch.plugins.model_parallel_precision import HPUModelParallelPrecisionPlugin
 from lightning_hpu.pytorch.plugins.precision import HPUPrecisionPlugin
+from lightning_hpu.support.lightning_habana_paths import names_of
 
 __all__ = [
     "HPUAsyncCheckpointIO",
@@ -19,7 +18,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:  # lightning-habana's names of this module path (coming-from-lightning-habana.md)
-    from lightning_hpu.support.lightning_habana_paths import names_of
-
-    return names_of(__name__)(name)
+#: lightning-habana's names of this module path (docs/guide/coming-from-lightning-habana.md), read when first asked.
+__getattr__ = names_of(__name__)

@@ -12,6 +12,7 @@ from typing_extensions import override
 
 from lightning_hpu.fabric.plugins.fsdp_precision import HPUFSDPPrecisionMixin
 from lightning_hpu.fabric.plugins.lightning_habana_arguments import HPU_DEVICE
+from lightning_hpu.support.lightning_habana_paths import names_of
 
 
 class HPUFSDPPrecisionPlugin(HPUFSDPPrecisionMixin, FSDPPrecision):
@@ -46,7 +47,5 @@ class HPUFSDPPrecisionPlugin(HPUFSDPPrecisionMixin, FSDPPrecision):
         clip_grad_norm(float(clip_val))
 
 
-def __getattr__(name: str) -> Any:  # lightning-habana's names of this module path (coming-from-lightning-habana.md)
-    from lightning_hpu.support.lightning_habana_paths import names_of
-
-    return names_of(__name__)(name)
+#: lightning-habana's names of this module path (docs/guide/coming-from-lightning-habana.md), read when first asked.
+__getattr__ = names_of(__name__)

@@ -1,7 +1,5 @@
 """HPU strategies for the Lightning Trainer, one module each, as for Fabric (:mod:`lightning_hpu.fabric.strategies`)."""
 
-from typing import Any
-
 from lightning_hpu.fabric.strategies.hccl import FabricHCCLCollectivesHooks
 from lightning_hpu.pytorch.strategies.base import HPUStrategyHooks, mark_step
 from lightning_hpu.pytorch.strategies.deepspeed import HPUDeepSpeedStrategy
@@ -11,6 +9,7 @@ from lightning_hpu.pytorch.strategies.model_parallel import HPUModelParallelStra
 from lightning_hpu.pytorch.strategies.parallel import HPUParallelStrategy
 from lightning_hpu.pytorch.strategies.sigterm import SigtermAgreement
 from lightning_hpu.pytorch.strategies.single import SingleHPUStrategy
+from lightning_hpu.support.lightning_habana_paths import names_of
 
 __all__ = [
     "FabricHCCLCollectivesHooks",
@@ -26,7 +25,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:  # lightning-habana's names of this module path (coming-from-lightning-habana.md)
-    from lightning_hpu.support.lightning_habana_paths import names_of
-
-    return names_of(__name__)(name)
+#: lightning-habana's names of this module path (docs/guide/coming-from-lightning-habana.md), read when first asked.
+__getattr__ = names_of(__name__)

@@ -11,14 +11,15 @@ the leg where it shows (``scripts/test.sh --leg oldest|newest|gaudi-1.24``; docs
 
 * PyPI's Linux builds of torch 2.9.1, 2.10.0 and 2.14.1 are CUDA builds (2.13.0 also has the ``+cpu`` build the
   pinned leg installs), in which CUDA is torch's one accelerator: the stand-in's device library replaces CUDA's
-  hooks before ``torch._C`` initialises (``gaudi_standin/early_load.py``, ``hpu_cuda_hooks.cpp``), so hpu is the
+  hooks before ``torch._C`` initialises (``gaudi_standin/startup/early_load.py``, ``hpu_cuda_hooks.cpp``), so hpu is the
   accelerator there as on a CPU build, and CUDA is off in stand-in processes. Tested by ``tests/test_cuda_build.py``
   on the oldest, newest and gaudi-1.24 legs (and by every test that trains on hpu there).
 * torch 2.9 routes a coalesced tensor reduce-scatter (FSDP's ``_coalescing_manager``) through
   ``ProcessGroup.reduce_scatter_tensor_coalesced``, torch 2.13 through ``reduce_scatter_single_coalesced``: the
   stand-in's ``"hccl"`` group overrides both names, so HCCL's reduce-op check runs on every torch
-  (``gaudi_standin/process_group.py``; no branch needed; ``test_coalesced_reduce_scatter_through_torch_is_checked``
-  in ``tests/test_cpu_process_group.py``, on the oldest leg).
+  (``gaudi_standin/distributed/process_group.py``; no branch needed;
+  ``test_coalesced_reduce_scatter_through_torch_is_checked`` in ``tests/test_cpu_process_group.py``, on the oldest
+  leg).
 * torch 2.9's ``mse_loss`` backward refuses inputs of two dtypes ("Found dtype BFloat16 but expected Float"), which
   torch 2.13 accepts; under ``precision="bf16-true"`` the batch arrives in bf16, so a loss on a float32 output needs
   both sides cast (``examples/precision.py`` does, run by ``tests/test_precision_example.py`` on the oldest leg).

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-from weakref import WeakKeyDictionary
 
 import torch
 import torch.distributed as dist
@@ -31,8 +30,10 @@ DATA, CONTEXT, TENSOR = "data_parallel", "context_parallel", "tensor_parallel"
 DATA_CONTEXT = "data_context_parallel"
 #: The batch dimension that holds the sequence (batch first, as in ``(batch, sequence, ...)``).
 SEQUENCE_DIM = 1
-#: The flattened :data:`DATA_CONTEXT` mesh of each mesh :func:`build_mesh` made (torch asks to keep it, not slice it).
-_GRADIENT_MESHES: WeakKeyDictionary[Any, Any] = WeakKeyDictionary()
+#: The attribute under which a mesh :func:`build_mesh` made keeps its flattened :data:`DATA_CONTEXT` mesh (torch asks
+#: to keep it, not slice it). On the mesh object itself: torch's meshes of equal layout compare and hash equal, so a
+#: table keyed by mesh would lose a live mesh's entry when an equal, older one is collected.
+GRADIENT_MESH_ATTRIBUTE = "_lightning_hpu_gradient_mesh"
 
 
 def check_context_parallel_size(
@@ -73,13 +74,14 @@ def build_mesh(device_type: str, data: int, context: int, tensor: int) -> Any:
     from torch.distributed.device_mesh import init_device_mesh
 
     mesh = init_device_mesh(device_type, (data, context, tensor), mesh_dim_names=(DATA, CONTEXT, TENSOR))
-    _GRADIENT_MESHES[mesh] = mesh[DATA, CONTEXT]._flatten(DATA_CONTEXT)
+    setattr(mesh, GRADIENT_MESH_ATTRIBUTE, mesh[DATA, CONTEXT]._flatten(DATA_CONTEXT))
     return mesh
 
 
 def gradient_mesh(device_mesh: Any) -> Any:
     """The mesh over which parameters are replicated: ``fully_shard`` over it (data x context parallel ranks)."""
-    return _GRADIENT_MESHES.get(device_mesh) or device_mesh[DATA]
+    flattened = getattr(device_mesh, GRADIENT_MESH_ATTRIBUTE, None)
+    return device_mesh[DATA] if flattened is None else flattened
 
 
 def context_size(device_mesh: Any) -> int:

@@ -82,19 +82,14 @@ class RandomTokens(Dataset[dict[str, torch.Tensor]]):
 
 
 class LanguageModel(LightningModule):
-    def __init__(self, length: int, fsdp: bool = False, batch_size: int = 2, samples: int = 16) -> None:
+    """The language model with replicated parameters: no ``configure_model`` is needed, the strategy averages the
+    gradients over the data x context parallel ranks."""
+
+    def __init__(self, length: int, batch_size: int = 2, samples: int = 16) -> None:
         super().__init__()
         self.model = TinyCausalLM(length)
-        self.length, self.fsdp, self.batch_size, self.samples = length, fsdp, batch_size, samples
+        self.length, self.batch_size, self.samples = length, batch_size, samples
         self.global_losses: list[float] = []
-
-    def configure_model(self) -> None:
-        if self.fsdp:  # parameters sharded over every rank that holds a replica: data x context parallel
-            from torch.distributed.fsdp import fully_shard
-
-            for block in self.model.blocks:
-                fully_shard(block, mesh=gradient_mesh(self.device_mesh))
-            fully_shard(self.model, mesh=gradient_mesh(self.device_mesh))
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
         loss = self.model(**batch)  # over this rank's tokens; the mean over all ranks is the batch's loss
@@ -109,6 +104,17 @@ class LanguageModel(LightningModule):
     def train_dataloader(self) -> DataLoader:
         # The strategy's sampler splits over data-parallel ranks only: context-parallel ranks get the same batch.
         return DataLoader(RandomTokens(self.samples, self.length), batch_size=self.batch_size)
+
+
+class ShardedLanguageModel(LanguageModel):
+    """The same model with its parameters sharded by FSDP2 over every rank that holds a replica (data x context)."""
+
+    def configure_model(self) -> None:
+        from torch.distributed.fsdp import fully_shard
+
+        for block in self.model.blocks:
+            fully_shard(block, mesh=gradient_mesh(self.device_mesh))
+        fully_shard(self.model, mesh=gradient_mesh(self.device_mesh))
 
 
 def train(model: LanguageModel, devices: int, context_parallel: int, steps: int, root: str | None = None) -> None:
@@ -135,7 +141,7 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=4)
     parser.add_argument("--fsdp", action="store_true", help="shard parameters with FSDP2 over data x context ranks")
     args = parser.parse_args()
-    model = LanguageModel(args.sequence, args.fsdp)
+    model = (ShardedLanguageModel if args.fsdp else LanguageModel)(args.sequence)
     train(model, args.devices, args.context_parallel, args.max_steps)
     if model.global_rank == 0:
         losses = ", ".join(f"{loss:.4f}" for loss in model.global_losses)

@@ -5,10 +5,11 @@ rank holds half of every sequence) three ways, and the losses are compared with 
 whole sequences (the same model, data and optimizer):
 
 * ``trainer``: the example's ``train`` (``HPUModelParallelStrategy(context_parallel_size=2)``), parameters
-  replicated (the strategy averages gradients over the data x context parallel ranks); hooks record the shapes the
-  model sees on this rank;
-* ``trainer_fsdp``: the same with FSDP2 over ``gradient_mesh(device_mesh)``;
-* ``fabric``: Fabric's strategy with ``fabric.strategy.shard_sequence`` and ``fabric.backward``.
+  replicated and no ``configure_model`` hook (the strategy averages gradients over the data x context parallel
+  ranks); hooks record the shapes the model sees on this rank;
+* ``trainer_fsdp``: the same with FSDP2 over ``gradient_mesh(device_mesh)`` in ``configure_model``;
+* ``fabric``: Fabric's strategy without a ``parallelize_fn``, with ``fabric.strategy.shard_sequence`` and
+  ``fabric.backward``.
 
 Each rank writes ``<out>/rank<r>.json``.
 """
@@ -95,7 +96,8 @@ def record_shapes(model: nn.Module) -> dict[str, list[list[int]]]:
 
 
 def trainer_scenario(out: Path, fsdp: bool) -> dict[str, Any]:
-    model = example.LanguageModel(LENGTH, fsdp=fsdp, batch_size=BATCH, samples=STEPS * BATCH)
+    language_model = example.ShardedLanguageModel if fsdp else example.LanguageModel  # the latter has no hook
+    model = language_model(LENGTH, batch_size=BATCH, samples=STEPS * BATCH)
     seen = record_shapes(model.model)
     example.train(model, devices=2, context_parallel=2, steps=STEPS, root=str(out))
     trainer = model.trainer
@@ -109,7 +111,7 @@ def trainer_scenario(out: Path, fsdp: bool) -> dict[str, Any]:
 
 
 def fabric_scenario() -> dict[str, Any]:
-    strategy = FabricHPUModelParallelStrategy(lambda module, mesh: module.to(mesh.device_type), context_parallel_size=2)
+    strategy = FabricHPUModelParallelStrategy(context_parallel_size=2)  # replicated: no parallelize_fn
     fabric = Fabric(accelerator="hpu", devices=2, strategy=strategy)
     fabric.launch()
     model = fabric.setup_module(example.TinyCausalLM(LENGTH))

@@ -35,8 +35,8 @@ def test_parse_devices(monkeypatch: pytest.MonkeyPatch, devices: object, expecte
         (True, r"`devices=True` is not valid for HPUAccelerator \(got a bool\)"),
         ([], r"a list must hold HPU indices"),
         ([0, 0], r"the list repeats an index"),
-        (4, r"`devices=4` asks for 4 HPUs but only 1 are visible: set LIGHTNING_HPU_CPU_DEVICES=4"),
-        ([1], r"asks for 2 HPUs but only 1 are visible"),
+        (4, r"`devices=4` asks for 4 HPUs but only 1 is visible: set LIGHTNING_HPU_CPU_DEVICES=4"),
+        ([1], r"asks for 2 HPUs but only 1 is visible"),
     ],
 )
 def test_parse_devices_errors_name_the_argument(devices: object, message: str) -> None:

@@ -94,6 +94,16 @@ def test_mesh_sizes_must_multiply_to_the_devices() -> None:
         context_parallel.resolve_sizes(3, 2, 1, 1, 8)
 
 
+@pytest.mark.parametrize(("context", "tensor"), [(1, "auto"), (2, 2)])
+def test_fabric_needs_a_parallelize_fn_unless_the_model_stays_replicated(context: int, tensor: Any) -> None:
+    with pytest.raises(HPUConfigurationError, match=r"^`HPUModelParallelStrategy\(parallelize_fn=None\)` leaves"):
+        FabricHPUModelParallelStrategy(context_parallel_size=context, tensor_parallel_size=tensor)
+    # Replicated parameters (the Trainer's no-configure_model case is the two-rank "trainer" run above).
+    strategy = FabricHPUModelParallelStrategy(context_parallel_size=2)
+    model = nn.Linear(2, 2)
+    assert strategy._parallelize_fn(model, SimpleNamespace(device_type="cpu")) is model
+
+
 class _Mesh:
     """What the functions read of a ``DeviceMesh`` with a ``"context_parallel"`` dimension of ``context`` ranks."""
 

@@ -45,7 +45,25 @@ LIGHTNING_HABANA_IMPORTS = {
     "lightning_hpu.fabric.plugins.fsdp_precision": ["HPUFSDPPrecision"],
     "lightning_hpu.utils.resources": ["device_count", "get_device_name_from_hlsmi", "is_fp8_available"],
     "lightning_hpu.utils.hpu_distributed": ["supported_reduce_ops"],
+    # lightning-habana's own language-model example imports this version flag.
+    "lightning_hpu.utils.imports": ["_LIGHTNING_GREATER_EQUAL_2_3_0", "_HABANA_FRAMEWORK_AVAILABLE"],
 }
+#: lightning-habana 1.7.0's modules, read from its git tag 1.7.0.
+LIGHTNING_HABANA_1_7_MODULES = Path(__file__).with_name("data") / "lightning_habana_1_7_modules.txt"
+
+
+def test_every_module_of_lightning_habana_1_7_imports_under_the_new_name(standin: Any) -> None:
+    modules = [
+        line.strip() for line in LIGHTNING_HABANA_1_7_MODULES.read_text().splitlines() if not line.startswith("#")
+    ]
+    assert len(modules) > 35 and "lightning_habana.utils.imports" in modules
+    for old_name in modules:
+        new_name = "lightning_hpu" + old_name.removeprefix("lightning_habana")
+        try:
+            importlib.import_module(new_name)
+        except ImportError as error:
+            raise AssertionError(f"`import {old_name}` has no counterpart `import {new_name}`: {error}") from error
+    assert importlib.import_module("lightning_hpu.utils.imports")._LIGHTNING_GREATER_EQUAL_2_3_0 is True
 
 
 def test_every_lightning_habana_module_path_serves_its_names_from_the_package(standin: Any) -> None:

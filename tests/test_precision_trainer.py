@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 import torch
+from lightning.fabric import Fabric
 from lightning.pytorch import LightningModule, Trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_hpu import HPUPrecisionPlugin
+from lightning_hpu import HPUConfigurationError, HPUPrecisionPlugin
 from lightning_hpu.runtime import settings
 
 # precision string -> (forward dtype inside the step, parameter dtype)
@@ -187,3 +188,36 @@ def test_a_misspelt_precision_given_to_the_plugin_says_what_was_meant(standin: A
         ValueError, match=r"^`precision='bf16_mixed'` is not supported on HPU: did you mean 'bf16-mixed'\?$"
     ):
         HPUPrecisionPlugin("bf16_mixed")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("given", "meant"),
+    [
+        # String distance alone suggested 'fp8-float16', 'bf16' and 'bf16-mixed' for the first three.
+        ("bfloat16", "'bf16-mixed' or 'bf16-true'"),
+        ("fp16", "'16-mixed'"),
+        ("fp8-mixed", "'fp8'"),
+        ("half", "'16-mixed'"),
+        ("torch.bfloat16", "'bf16-mixed' or 'bf16-true'"),
+        ("bf16_true", "'bf16-true'"),
+        ("fp16-true", "'16-true'"),
+        ("fp8_e4m3", "'fp8'"),
+        ("fp8-fp16", "'fp8-float16'"),
+        ("float32", "'32-true'"),
+    ],
+)
+def test_a_precision_named_by_its_family_gets_that_family_suggested(standin: Any, given: str, meant: str) -> None:
+    with pytest.raises(HPUConfigurationError, match=rf"^`precision={given!r}` is not supported on HPU: did you mean"):
+        HPUPrecisionPlugin(given)  # type: ignore[arg-type]
+    with pytest.raises(HPUConfigurationError) as refused:
+        Trainer(accelerator="hpu", devices=1, precision=given, logger=False)  # type: ignore[arg-type]
+    assert str(refused.value) == f"`Trainer(precision={given!r})` is not supported on HPU: did you mean {meant}?"
+    with pytest.raises(HPUConfigurationError) as refused:
+        Fabric(accelerator="hpu", devices=1, precision=given)  # type: ignore[arg-type]
+    assert str(refused.value) == f"`Fabric(precision={given!r})` is not supported on HPU: did you mean {meant}?"
+
+
+def test_a_name_of_no_family_still_gets_the_closest_spelling(standin: Any) -> None:
+    sentence = r"^`precision='16-mixd'` is not supported on HPU: did you mean '16-mixed'\?$"
+    with pytest.raises(HPUConfigurationError, match=sentence):
+        HPUPrecisionPlugin("16-mixd")  # type: ignore[arg-type]

@@ -72,7 +72,7 @@ def test_every_example_says_no_hpu_and_too_few_devices_in_one_line(python_execut
     assert {"multi_hpu.py", "fsdp.py", "deepspeed_zero.py", "fabric_hpu.py", "model_parallel.py"} <= set(too_few)
     for example, status in too_few.items():
         assert status == (
-            "error: `devices=2` asks for 2 HPUs but only 1 are visible: set LIGHTNING_HPU_CPU_DEVICES=2 to emulate"
+            "error: `devices=2` asks for 2 HPUs but only 1 is visible: set LIGHTNING_HPU_CPU_DEVICES=2 to emulate"
             " more on the CPU stand-in."
         ), (example, status)
 

@@ -3,9 +3,9 @@
 It renames the package and nothing else: every name of ``lightning_habana.X`` is read from ``lightning_hpu.X``,
 which lightning-hpu provides for every module path of lightning-habana 1.7
 (:mod:`lightning_hpu.support.lightning_habana_paths`), as a user who replaced ``lightning_habana`` with
-``lightning_hpu`` in their imports gets. The only additions are three private names of lightning-habana that its tests import (version flags
-and a DeepSpeed availability flag), which no user code should need. Loaded with ``pytest -p lightning_habana_alias``
-before the suite's conftest imports ``lightning_habana``.
+``lightning_hpu`` in their imports gets. The only additions are two private names of lightning-habana that its tests
+import (a DeepSpeed availability flag and a type), which no user code should need. Loaded with
+``pytest -p lightning_habana_alias`` before the suite's conftest imports ``lightning_habana``.
 """
 
 from __future__ import annotations
@@ -26,10 +26,6 @@ OLD, NEW = "lightning_habana", "lightning_hpu"
 #: lightning-habana's private names that its tests import, by module (renamed), and their values here (targets as
 #: in :mod:`lightning_hpu.support.lightning_habana_paths`: ``"module:attribute"``, or a function computing the value).
 PRIVATE: dict[str, dict[str, Any]] = {
-    "lightning_hpu.utils.imports": {
-        "_LIGHTNING_GREATER_EQUAL_2_0_0": lambda: True,  # pyproject.toml requires Lightning 2.6+
-        "_LIGHTNING_GREATER_EQUAL_2_3_0": lambda: True,
-    },
     "lightning_hpu.pytorch.strategies.deepspeed": {
         "_HPU_DEEPSPEED_AVAILABLE": lambda: importlib.util.find_spec("deepspeed") is not None,
     },
@@ -64,7 +60,7 @@ class _RenamingFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def exec_module(module: types.ModuleType) -> None:
         name = _renamed(module.__name__)
         private = PRIVATE.get(name, {})
-        real = None if name == "lightning_hpu.utils.imports" else importlib.import_module(name)
+        real = importlib.import_module(name)
 
         def lookup(attribute: str) -> Any:
             if attribute in private:

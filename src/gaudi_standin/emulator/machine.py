@@ -42,6 +42,11 @@ MEMORY_STAT_KEYS: tuple[str, ...] = (
 )
 
 
+def _is_are(count: int) -> str:
+    """The verb agreeing with ``count`` ("only 1 is visible", "only 2 are visible")."""
+    return "is" if count == 1 else "are"
+
+
 class StandInRuntime:
     """Emulates ``LIGHTNING_HPU_CPU_DEVICES`` Gaudis of generation ``LIGHTNING_HPU_CPU_DEVICE_NAME`` on the CPU."""
 
@@ -93,7 +98,8 @@ class StandInRuntime:
         self._check_emulated(visible)
         if not 0 <= local_rank < len(visible):
             raise ValueError(
-                f"HPU index {local_rank} is not visible: only {len(visible)} HPU(s) are ({visible}); raise"
+                f"HPU index {local_rank} is not visible: only {len(visible)} {_is_are(len(visible))} visible"
+                f" ({visible}); raise"
                 f" {environment.CPU_DEVICES_ENV} or widen {environment.VISIBLE_MODULES_ENV}."
             )
         bound = environment.bound_module()
@@ -140,8 +146,8 @@ class StandInRuntime:
         self._check_emulated(visible)
         if not 0 <= local_rank < len(visible):
             raise ValueError(
-                f"Local rank {local_rank} has no emulated HPU: only {len(visible)} are visible ({visible});"
-                f" raise {environment.CPU_DEVICES_ENV}."
+                f"Local rank {local_rank} has no emulated HPU: only {len(visible)} {_is_are(len(visible))} visible"
+                f" ({visible}); raise {environment.CPU_DEVICES_ENV}."
             )
         os.environ[environment.MODULE_ID_ENV] = str(visible[local_rank])
         self.follow_binding()

@@ -14,13 +14,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from lightning_hpu.runtime import HPUConfigurationError, settings
+from lightning_hpu.support.wording import are, counted
 
 if TYPE_CHECKING:
     import torch
 
 
 def _usage(count: int | None) -> str:
-    every = "every visible HPU" if count is None else f"all {count} visible HPU(s)"
+    every = "every visible HPU" if count is None else f"all {counted(count, 'visible HPU')}"
     return f"use a positive int (e.g. devices=1), -1 or 'auto' for {every}, or a list of HPU indices such as [0, 1]"
 
 
@@ -35,7 +36,9 @@ def _too_many(devices: Any, wanted: int, count: int) -> HPUConfigurationError:
         if settings.requested_backend() == "cpu"
         else " ask for fewer, or check HABANA_VISIBLE_MODULES"
     )
-    return HPUConfigurationError(f"`devices={devices!r}` asks for {wanted} HPUs but only {count} are visible:{fix}.")
+    return HPUConfigurationError(
+        f"`devices={devices!r}` asks for {counted(wanted, 'HPU')} but only {count} {are(count)} visible:{fix}."
+    )
 
 
 _selected_indices: tuple[int, ...] | None = None
@@ -89,8 +92,9 @@ def bind_selected_hpu(local_rank: int, installed: int) -> int | None:
     index = indices[local_rank]
     if index >= len(visible):
         raise HPUConfigurationError(
-            f"`devices={shown}` names HPU {index}, but only {len(visible)} are visible ({settings.VISIBLE_MODULES_ENV}"
-            f" = {visible}); name visible HPUs, or widen {settings.VISIBLE_MODULES_ENV}."
+            f"`devices={shown}` names HPU {index}, but only {len(visible)} {are(len(visible))} visible"
+            f" ({settings.VISIBLE_MODULES_ENV} = {visible}); name visible HPUs, or widen"
+            f" {settings.VISIBLE_MODULES_ENV}."
         )
     module = visible[index]
     bound = settings.bound_module()

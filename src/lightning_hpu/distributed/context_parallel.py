@@ -69,6 +69,19 @@ def resolve_sizes(data: Any, context: int, tensor: Any, num_nodes: int, num_proc
     return data, tensor
 
 
+def needs_no_parallelization(context: int, tensor: Any) -> bool:
+    """Whether the model may stay as it is: context parallelism without tensor parallelism keeps every parameter
+    replicated, and the strategy averages the gradients itself, so there is nothing for a parallelization hook
+    (``configure_model``, Fabric's ``parallelize_fn``) to do."""
+    return context > 1 and tensor in (1, "auto")
+
+
+def keep_replicated(module: Module, device_mesh: Any) -> Module:
+    """Fabric's ``parallelize_fn`` for a model with replicated parameters: the whole module on this rank's device
+    (Fabric leaves placing the model to a model-parallel strategy's ``parallelize_fn``)."""
+    return module.to(device_mesh.device_type)
+
+
 def build_mesh(device_type: str, data: int, context: int, tensor: int) -> Any:
     """The ``(data_parallel, context_parallel, tensor_parallel)`` mesh, with the flattened :data:`DATA_CONTEXT` one."""
     from torch.distributed.device_mesh import init_device_mesh

@@ -85,6 +85,28 @@ _RESOURCES: dict[str, Target] = {
 }
 
 
+def _kineto_available() -> bool:
+    import torch
+
+    return bool(torch.profiler.kineto_available())
+
+
+#: lightning-habana's ``utils.imports`` flags, which its own examples import (``_LIGHTNING_GREATER_EQUAL_2_3_0`` in
+#: its language-model example): their values under lightning-hpu, which needs Lightning 2.6+, torch 2.9+ and Intel
+#: Gaudi 1.23+.
+_IMPORT_FLAGS: dict[str, Target] = {
+    "_HABANA_FRAMEWORK_AVAILABLE": lambda: importlib.util.find_spec("habana_frameworks") is not None,
+    "_HPU_SYNAPSE_GREATER_EQUAL_1_17_0": lambda: True,
+    "_TORCH_LESSER_EQUAL_1_13_1": lambda: False,
+    "_TORCH_GREATER_EQUAL_2_0_0": lambda: True,
+    "_TORCH_LESSER_2_3_0": lambda: False,
+    "_LIGHTNING_GREATER_EQUAL_2_0_0": lambda: True,
+    "_LIGHTNING_GREATER_EQUAL_2_3_0": lambda: True,
+    "_TORCHVISION_AVAILABLE": lambda: importlib.util.find_spec("torchvision") is not None,
+    "_KINETO_AVAILABLE": _kineto_available,
+}
+
+
 def _pick(table: dict[str, Target], names: Sequence[str]) -> dict[str, Target]:
     return {name: table[name] for name in names}
 
@@ -113,10 +135,14 @@ MODULES: dict[str, dict[str, Target]] = {
     "lightning_hpu.pytorch.profiler.profiler": _pick(_PYTORCH, ["HPUProfiler"]),
     "lightning_hpu.pytorch.datamodule": {},
     "lightning_hpu.pytorch.datamodule.datamodule": {},
+    "lightning_hpu.pytorch.datamodule.utils": {},
+    "lightning_hpu.pytorch.datamodule.dataloaders": {},
+    "lightning_hpu.pytorch.datamodule.dataloaders.resnet_media_pipe": {},
     "lightning_hpu.fabric.strategies.ddp": _pick(_FABRIC, ["HPUDDPStrategy"]),
     "lightning_hpu.fabric.plugins.io_plugin": _pick(_FABRIC, ["HPUCheckpointIO"]),
     "lightning_hpu.utils": {},
     "lightning_hpu.utils.resources": _RESOURCES,
+    "lightning_hpu.utils.imports": _IMPORT_FLAGS,
     "lightning_hpu.utils.hpu_distributed": {
         "supported_reduce_ops": "lightning_hpu.distributed.collectives:HCCL_OPS_BY_NAME",
     },

@@ -28,6 +28,7 @@ from lightning_hpu.fabric.plugins import lightning_habana_arguments
 from lightning_hpu.fabric.plugins.lightning_habana_arguments import HPU_DEVICE, check_device
 from lightning_hpu.fp8.engine import LayerFilter, make_recipe, replace_linear_layers
 from lightning_hpu.runtime import HPUConfigurationError, require_backend
+from lightning_hpu.support.precision_hints import precision_family_guess
 from lightning_hpu.support.suggestions import closest_name
 
 HPUPrecisionInput = Literal["32-true", "bf16-mixed", "16-mixed", "bf16-true", "16-true", "fp8", "fp8-float16"]
@@ -66,14 +67,19 @@ def normalize_precision(precision: Any) -> str:
 def unsupported_precision(precision: Any, owner: str | None = None) -> HPUConfigurationError:
     """The one error for a precision the HPU does not run, given to a plugin or to ``Trainer``/``Fabric`` (``owner``).
 
-    A misspelling gets the closest HPU name; a name Lightning knows (such as ``"64-true"``) is no misspelling, and
-    gets the list of HPU precisions.
+    A name that is not Lightning's gets what it most likely means: the precision family its words name (``"bfloat16"``
+    -> ``'bf16-mixed' or 'bf16-true'``, ``"fp16"`` -> ``'16-mixed'``), else the closest HPU name by spelling. A name
+    Lightning knows (such as ``"64-true"``) is no misspelling, and gets the list of HPU precisions.
     """
     given = f"`{owner}(precision={precision!r})`" if owner else f"`precision={precision!r}`"
     misspelt = str(precision) not in map(str, get_args(_PRECISION_INPUT_STR) + get_args(_PRECISION_INPUT_INT))
-    guess = closest_name(str(precision), [*_DTYPES, *PRECISION_ALIASES]) if misspelt else None
-    if guess is not None:
-        return HPUConfigurationError(f"{given} is not supported on HPU: did you mean {guess!r}?")
+    guesses: tuple[str, ...] = ()
+    if misspelt:
+        spelt_alike = closest_name(str(precision), [*_DTYPES, *PRECISION_ALIASES])
+        guesses = precision_family_guess(str(precision)) or ((spelt_alike,) if spelt_alike else ())
+    if guesses:
+        meant = " or ".join(repr(guess) for guess in guesses)
+        return HPUConfigurationError(f"{given} is not supported on HPU: did you mean {meant}?")
     return HPUConfigurationError(
         f"{given} is not supported on HPU: use one of {', '.join(get_args(HPUPrecisionInput))}"
         " (Lightning's 'transformer-engine' means 'fp8')."

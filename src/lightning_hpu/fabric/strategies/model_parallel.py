@@ -16,9 +16,15 @@ from torch.optim import Optimizer
 from typing_extensions import override
 
 from lightning_hpu.distributed import sharding
-from lightning_hpu.distributed.context_parallel import ContextParallelMixin, connect_attention
+from lightning_hpu.distributed.context_parallel import (
+    ContextParallelMixin,
+    connect_attention,
+    keep_replicated,
+    needs_no_parallelization,
+)
 from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks
 from lightning_hpu.fabric.strategies.hccl import FabricHCCLCollectiveOps, HCCLProcessGroup
+from lightning_hpu.runtime import HPUConfigurationError
 
 
 class HPUModelParallelStrategy(
@@ -29,7 +35,8 @@ class HPUModelParallelStrategy(
     Args:
         parallelize_fn: ``(module, device_mesh) -> module`` applying ``fully_shard``/``parallelize_module`` over the
             mesh's ``"data_parallel"`` and ``"tensor_parallel"`` dimensions, as for Lightning's strategy. Every
-            ``fully_shard`` module it makes is then set to reduce gradients with ``SUM``.
+            ``fully_shard`` module it makes is then set to reduce gradients with ``SUM``. Optional with
+            ``context_parallel_size > 1`` and no tensor parallelism, where the parameters stay replicated.
         data_parallel_size, tensor_parallel_size, save_distributed_checkpoint, process_group_backend, timeout: as
             Lightning's ``ModelParallelStrategy``.
         context_parallel_size: split every sequence over this many ranks of a ``"context_parallel"`` mesh dimension
@@ -42,7 +49,7 @@ class HPUModelParallelStrategy(
 
     def __init__(
         self,
-        parallelize_fn: Callable[[Any, Any], Any],
+        parallelize_fn: Callable[[Any, Any], Any] | None = None,
         data_parallel_size: Literal["auto"] | int = "auto",
         tensor_parallel_size: Literal["auto"] | int = "auto",
         save_distributed_checkpoint: bool = True,
@@ -50,6 +57,14 @@ class HPUModelParallelStrategy(
         timeout: timedelta | None = default_pg_timeout,
         context_parallel_size: int = 1,
     ) -> None:
+        if parallelize_fn is None:
+            if not needs_no_parallelization(context_parallel_size, tensor_parallel_size):
+                raise HPUConfigurationError(
+                    "`HPUModelParallelStrategy(parallelize_fn=None)` leaves the model replicated, which only context"
+                    " parallelism without tensor parallelism can train: pass a parallelize_fn, or set"
+                    " context_parallel_size > 1 with tensor_parallel_size 1 (or 'auto')."
+                )
+            parallelize_fn = keep_replicated
         super().__init__(
             parallelize_fn,
             data_parallel_size,

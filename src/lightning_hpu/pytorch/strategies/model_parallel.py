@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any, Literal
 
@@ -10,11 +12,16 @@ from lightning.fabric.plugins.collectives.torch_collective import default_pg_tim
 from lightning.fabric.strategies.registry import _StrategyRegistry
 from lightning.fabric.utilities.seed import reset_seed
 from lightning.pytorch.strategies import ModelParallelStrategy
+from lightning.pytorch.utilities.model_helpers import is_overridden
 from torch import Tensor
 from typing_extensions import override
 
 from lightning_hpu.distributed import sharding
-from lightning_hpu.distributed.context_parallel import ContextParallelMixin, connect_attention
+from lightning_hpu.distributed.context_parallel import (
+    ContextParallelMixin,
+    connect_attention,
+    needs_no_parallelization,
+)
 from lightning_hpu.distributed.hccl import init_hccl_process_group
 from lightning_hpu.pytorch.plugins.model_parallel_precision import HPUModelParallelPrecisionPlugin
 from lightning_hpu.pytorch.strategies.base import HPUStrategyHooks
@@ -25,7 +32,9 @@ class HPUModelParallelStrategy(HPUStrategyHooks, HCCLCollectiveOps, ContextParal
     """FSDP2 and tensor parallelism over HCCL (``strategy="hpu_model_parallel"``; ``"model_parallel"`` maps here).
 
     The LightningModule's ``configure_model`` applies ``fully_shard`` and ``parallelize_module`` over
-    ``self.device_mesh`` (dimensions ``"data_parallel"`` and ``"tensor_parallel"``), as with Lightning's strategy;
+    ``self.device_mesh`` (dimensions ``"data_parallel"`` and ``"tensor_parallel"``), as with Lightning's strategy
+    (which refuses a LightningModule without the hook; with ``context_parallel_size > 1`` and no tensor parallelism the
+    parameters stay replicated, and a LightningModule without ``configure_model`` is accepted);
     ``data_parallel_size`` defaults to the number of nodes and ``tensor_parallel_size`` to the HPUs per node. On HPU
     the strategy also makes every ``fully_shard`` module reduce gradients with ``SUM`` (FSDP2 sends ``AVG``
     otherwise, which HCCL refuses), runs eagerly only, and saves sharded (``save_distributed_checkpoint=True``) or
@@ -77,7 +86,27 @@ class HPUModelParallelStrategy(HPUStrategyHooks, HCCLCollectiveOps, ContextParal
         assert self.model is not None
         sharding.force_sum_reduction(self.model)
         connect_attention(self.model, self.device_mesh)  # configure_model has run: the model is parallelized
-        super().setup(trainer)
+        with self._replicated_model_needs_no_hook():
+            super().setup(trainer)
+
+    @contextmanager
+    def _replicated_model_needs_no_hook(self) -> Iterator[None]:
+        """Around Lightning's ``setup``, which refuses a LightningModule without ``configure_model``: a replicated
+        context-parallel model needs none, so for that case only the module gets an empty hook of its own while
+        Lightning checks (the Trainer called the hooks before; the instance attribute is removed afterwards)."""
+        module = self.lightning_module
+        if (
+            module is None
+            or is_overridden("configure_model", module)
+            or not needs_no_parallelization(self._context_parallel_size, self._tensor_parallel_size)
+        ):
+            yield
+            return
+        vars(module)["configure_model"] = _nothing_to_parallelize
+        try:
+            yield
+        finally:
+            del vars(module)["configure_model"]
 
     @override
     def batch_to_device(self, batch: Any, device: Any = None, dataloader_idx: int = 0) -> Any:
@@ -97,3 +126,7 @@ class HPUModelParallelStrategy(HPUStrategyHooks, HCCLCollectiveOps, ContextParal
         # before the HPU connector could map it; registered here, it means the HPU strategy (HPU accelerators only).
         if "model_parallel" not in strategy_registry:
             strategy_registry.register("model_parallel", cls, description=description)
+
+
+def _nothing_to_parallelize() -> None:
+    """The ``configure_model`` of a LightningModule whose parameters context parallelism keeps replicated."""

@@ -24,6 +24,7 @@ PAGES = [README, *sorted(path for path in DOCS.rglob("*.md") if "_build" not in 
 #: The user guide's pages issue 33 asks for (others' pages join them through docs/conf.py's GUIDE_PAGES).
 GUIDE = [
     "getting-started",
+    "run-on-gaudi",
     "cpu-standin",
     "accelerator-and-devices",
     "single-device",
@@ -44,6 +45,8 @@ GUIDE = [
     "coming-from-lightning-habana",
     "coming-from-optimum-habana",
     "troubleshooting",
+    "faq",
+    "examples",
     "supported-versions",
     "bridge-coverage",
     "benchmarks",
@@ -81,6 +84,18 @@ def test_the_readme_is_a_front_page_whose_links_resolve() -> None:
             if re.match(r"[a-z]+:", target):
                 continue
             assert (page.parent / target).exists(), f"{page.relative_to(ROOT)} links to {target}, which is missing"
+
+
+def test_the_index_lists_every_page_in_plain_markdown() -> None:
+    """On GitHub the toctree directives show as code: the index's plain list is what a reader there can follow."""
+    index = (DOCS / "index.md").read_text()
+    pages = [path for path in sorted((DOCS / "guide").glob("*.md")) if not path.stem.startswith("_")]
+    pages += [DOCS / "api.md", DOCS / "architecture.md", DOCS / "bridge-api.md", DOCS / "changelog.md"]
+    for page in pages:
+        assert f"]({page.relative_to(DOCS).as_posix()})" in index, f"docs/index.md's page list has no link to {page.name}"
+    assert "(https://github.com/lightning-hpu/lightning-hpu/blob/main/docs/guide/_errors.md)" in (
+        DOCS / "guide" / "troubleshooting.md"
+    ).read_text(), "troubleshooting links the error list for readers on GitHub, where {include} shows as code"
 
 
 def test_every_public_name_has_an_api_entry() -> None:
@@ -153,3 +168,34 @@ def test_the_documentation_builds_offline_without_a_warning(tmp_path: Path) -> N
             assert (out / "api" / f"{package}.{name}.html").is_file(), f"no API page for {package}.{name}"
     toctree = (out / "index.html").read_text()
     assert all(f"guide/{page}.html" in toctree for page in GUIDE), "every guide page is in the index's toctree"
+
+
+def test_the_link_check_finds_a_broken_anchor_and_a_missing_page(tmp_path: Path) -> None:
+    spec = importlib.util.spec_from_file_location("check_links", ROOT / "scripts" / "check_links.py")
+    assert spec is not None and spec.loader is not None
+    check_links = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check_links)
+    (tmp_path / "api").mkdir()
+    (tmp_path / "api" / "a.html").write_text('<dl><dt id="lightning_hpu.A">A</dt></dl><a href="#lightning_hpu.A">me</a>')
+    (tmp_path / "_modules").mkdir()
+    source = tmp_path / "_modules" / "a.html"
+    source.write_text('<a class="viewcode-back" href="../api/a.html#lightning_hpu.A">[docs]</a>')
+    (tmp_path / "index.html").write_text('<a href="api/a.html">A</a> <a href="https://example.com/#x">out</a>')
+    assert check_links.broken_links(tmp_path) == []
+    source.write_text('<a class="viewcode-back" href="../api/a.html#lightning_hpu.fabric.A">[docs]</a>')
+    (tmp_path / "index.html").write_text('<a href="api/b.html">B</a>')
+    assert check_links.broken_links(tmp_path) == [
+        "_modules/a.html: ../api/a.html#lightning_hpu.fabric.A (no such anchor)",
+        "index.html: api/b.html (no such file)",
+    ]
+    assert "scripts/check_links.py" in (ROOT / "scripts" / "docs.sh").read_text(), "the docs build runs the check"
+
+
+def test_the_examples_gallery_lists_every_example() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "examples_gallery.py"), "--check"], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    gallery = (DOCS / "guide" / "examples.md").read_text()
+    for example in sorted((ROOT / "examples").glob("*.py")):
+        assert f"## `examples/{example.name}`" in gallery, example.name

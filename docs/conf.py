@@ -142,7 +142,7 @@ def _write_guide_toctree(app: object, docname: str, source: list[str]) -> None:
         source[0] = source[0].replace(GUIDE_MARKER, "\n".join(guide_toctree_entries()))
 
 
-def _one_backlink_page_per_object(app: object, *_: object) -> None:
+def _one_backlink_page_per_object(app: object, *_: object) -> list[object]:
     """Point each source page's "[docs]" link at the API page whose anchor it names.
 
     A class documented under two names (``lightning_hpu.HPUCheckpointIO`` and ``lightning_hpu.fabric.HPUCheckpointIO``)
@@ -159,6 +159,7 @@ def _one_backlink_page_per_object(app: object, *_: object) -> None:
             matching = f"api/{refname}.{fullname}"
             if docname != matching and matching in env.found_docs:
                 used[fullname] = matching
+    return []  # no pages of its own
 
 
 def setup(app):  # type: ignore[no-untyped-def]

@@ -288,7 +288,7 @@ def test_startup_line_names_hpu(standin: Any, tmp_path: Any, hpu_lines: list[str
     _trainer(tmp_path)
     Trainer(accelerator="cpu", **quiet_trainer_kwargs(tmp_path))
     assert hpu_lines == [
-        "HPU available: True (GAUDI2, eager, CPU stand-in), using: 1 HPUs",
+        "HPU available: True (GAUDI2, eager, CPU stand-in), using: 1 HPU",
         "HPU available: True (GAUDI2, eager, CPU stand-in), using: 0 HPUs",
     ]
 
@@ -318,7 +318,7 @@ def test_compile_example_runs_on_the_standin(python_executable: str) -> None:
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "after_warmup=0" in result.stdout
-    assert "HPU available: True (GAUDI2, eager, CPU stand-in), using: 1 HPUs" in result.stderr
+    assert "HPU available: True (GAUDI2, eager, CPU stand-in), using: 1 HPU" in result.stderr
 
 
 def test_bridge_counts_lazy_compilations_with_its_graph_compilation_metric(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -236,4 +236,4 @@ def test_a_library_built_on_pytorch_lightning_trains_on_the_hpu(tmp_path: Path) 
     assert seen == {"rows": 4, "hpu_memory": seen["hpu_memory"], "standalone_accelerator": True,
                     "uses_pytorch_lightning": True}  # fmt: skip
     assert seen["hpu_memory"] > 0, "the model ran on the HPU"
-    assert "HPU available: True (GAUDI2, eager, CPU stand-in), using: 1 HPUs" in result.stdout + result.stderr
+    assert "HPU available: True (GAUDI2, eager, CPU stand-in), using: 1 HPU" in result.stdout + result.stderr

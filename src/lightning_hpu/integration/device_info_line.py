@@ -14,6 +14,7 @@ from lightning.pytorch.utilities.rank_zero import rank_zero_info
 
 from lightning_hpu.integration.wrapping import MARKER, integration_error
 from lightning_hpu.runtime import bridge_emulated, get_backend, hpu_expected
+from lightning_hpu.support.wording import counted
 
 
 def install() -> None:
@@ -34,7 +35,8 @@ def install() -> None:
 
 
 def hpu_device_line(trainer: Any) -> str:
-    """``HPU available: <bool> (<generation>, <mode>[, CPU stand-in]), using: <n> HPUs`` for this Trainer."""
+    """``HPU available: <bool> (<generation>, <mode>[, CPU stand-in]), using: <n> HPUs`` for this Trainer (Lightning's
+    own lines' form; ``1 HPU`` for one)."""
     from lightning_hpu.pytorch.accelerator import HPUAccelerator
 
     backend = get_backend()
@@ -50,4 +52,4 @@ def hpu_device_line(trainer: Any) -> str:
     if standin:
         details.append("CPU stand-in")
     count = trainer.num_devices if used else 0
-    return f"HPU available: True ({', '.join(details)}), using: {count} HPUs"
+    return f"HPU available: True ({', '.join(details)}), using: {counted(count, 'HPU')}"

@@ -133,6 +133,21 @@ def _words(node: ast.expr) -> str:
     return "value"
 
 
+#: Placeholder words that read better as another (a variable's name is often short for what it holds).
+_READABLE = {
+    "guess": "closest name",
+    "meant": "closest name",
+    "err": "error",
+    "owner": "Trainer or Fabric",
+    "pl module class": "LightningModule class",
+    "self class": "class",
+    "given name": "class",
+    "twin name": "class",
+    "dirpath": "directory",
+    "raw": "value",
+}
+
+
 class _Numbers:
     """Hands out ``N``, ``M``, ``K`` to the distinct counts of one sentence."""
 
@@ -184,7 +199,8 @@ def _value_forms(node: ast.expr, scope: _Scope, numbers: _Numbers) -> list[Form]
         return _value_forms(node.args[0], scope, numbers)
     if _is_count(node):
         return [(Placeholder(numbers(ast.unparse(node))),)]
-    return [(Placeholder(f"<{_words(node)}>"),)]
+    words = _words(node)
+    return [(Placeholder(f"<{_READABLE.get(words, words)}>"),)]
 
 
 def _forms(node: ast.expr, scope: _Scope, numbers: _Numbers) -> list[Form] | None:

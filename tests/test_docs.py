@@ -100,6 +100,14 @@ def test_the_index_lists_every_page_in_plain_markdown() -> None:
     ), "troubleshooting links the error list for readers on GitHub, where {include} shows as code"
 
 
+def test_each_migration_page_shows_a_complete_program() -> None:
+    """The programs test_readme_snippets.py runs: a migration page must show one, not only fragments."""
+    for page in ("coming-from-lightning-habana", "coming-from-optimum-habana"):
+        text = (DOCS / "guide" / f"{page}.md").read_text()
+        assert "```python\n# run: LIGHTNING_HPU_BACKEND=cpu" in text, f"{page}.md shows no complete program"
+        assert "Before you start" in text or page == "coming-from-optimum-habana", f"{page}.md lost its prerequisites"
+
+
 def test_every_public_name_has_an_api_entry() -> None:
     entries = _api_entries()
     for package, init in [

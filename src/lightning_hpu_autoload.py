@@ -40,6 +40,9 @@ LAST_IMPORTS = {
 
 _done: set[str] = set()
 _failed = False
+#: Packages whose registration waits for a module of ``lightning_hpu.standalone`` that imported them to finish.
+_deferred: set[str] = set()
+STANDALONE_PREFIX = "lightning_hpu.standalone."
 
 
 def switched_off() -> bool:
@@ -47,8 +50,9 @@ def switched_off() -> bool:
     return os.environ.get(SWITCH_ENV, "1").strip().lower() in ("0", "false", "no", "off")
 
 
-def registered(name: str) -> None:
-    """Register the HPU names with Lightning package ``name`` (once), whose names are bound; warn once if it fails."""
+def registered(name: str, finishing: str = "") -> None:
+    """Register the HPU names with Lightning package ``name`` (once), whose names are bound; warn once if it fails.
+    ``finishing``: the module of ``lightning_hpu.standalone`` whose run has just ended (:func:`standalone_ran`)."""
     global _failed
     if _failed or name in _done:
         return
@@ -56,7 +60,7 @@ def registered(name: str) -> None:
     if name == "lightning" and "lightning_hpu" in sys.modules:
         return  # lightning_hpu, imported already or importing Lightning right now, registers itself
     try:
-        _register_with(name)
+        _register_with(name, finishing)
     except Exception as error:  # never let lightning-hpu break `import lightning`
         _failed = True
         import warnings
@@ -69,7 +73,7 @@ def registered(name: str) -> None:
         )
 
 
-def _register_with(name: str) -> None:
+def _register_with(name: str, finishing: str = "") -> None:
     """``lightning``: ``import lightning_hpu``, whose import registers with ``lightning.pytorch`` and
     ``lightning.fabric``. ``pytorch_lightning``: :func:`lightning_hpu.standalone.register`, the same source built
     against the standalone packages. ``lightning_fabric`` on its own (a Fabric program) registers once
@@ -89,8 +93,30 @@ def _register_with(name: str) -> None:
                 " is not installed: `pip install pytorch-lightning`, or import Fabric from lightning"
             )
         importlib.import_module("pytorch_lightning")  # its own registration follows once it has run
+    elif _standalone_running(finishing):
+        # A module of lightning_hpu.standalone imported pytorch_lightning and has not finished: registering now would
+        # import it half-run. Its loader calls standalone_ran() once it has.
+        _deferred.add(name)
     else:
         importlib.import_module("lightning_hpu.standalone").register()
+
+
+def _standalone_running(finishing: str = "") -> bool:
+    """Whether a module of ``lightning_hpu.standalone`` other than ``finishing`` is still running its source."""
+    return any(
+        name.startswith(STANDALONE_PREFIX) and name != finishing and not _has_run(name) for name in list(sys.modules)
+    )
+
+
+def standalone_ran(name: str) -> None:
+    """Called by ``lightning_hpu.standalone``'s loader when module ``name`` has run: once no other is running, the
+    registration it deferred (:func:`_register_with`) happens."""
+    if _deferred and not _standalone_running(name):
+        waiting = sorted(_deferred)
+        _deferred.clear()
+        for package in waiting:
+            _done.discard(package)
+            registered(package, finishing=name)
 
 
 class _RegisteringLoader:

@@ -104,6 +104,31 @@ def test_every_lightning_package_knows_hpu_without_importing_lightning_hpu(tmp_p
     assert seen["shared"], "a Lightning-free function is the same object under both namespaces"
 
 
+STANDALONE_FIRST = """
+import json, warnings
+warnings.simplefilter("error", RuntimeWarning)  # a failed registration warns
+from lightning_hpu.standalone.fabric.strategies import HPUDDPStrategy  # imports lightning_fabric, pytorch_lightning
+import pytorch_lightning as pl
+from lightning_fabric import Fabric
+
+quiet = dict(logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+print(json.dumps({
+    "pytorch_lightning": type(pl.Trainer(accelerator="hpu", devices=1, **quiet).accelerator).__module__,
+    "lightning_fabric": type(Fabric(accelerator="hpu", devices=1).accelerator).__module__,
+}))
+"""
+
+
+def test_importing_a_standalone_module_before_lightning_still_registers(tmp_path: Path) -> None:
+    # The module imports pytorch_lightning half-way through its own run; registering at that moment would import
+    # it half-run: the registration waits until it has run.
+    seen = _last_json(_python(STANDALONE_FIRST, _env(LIGHTNING_HPU_BACKEND="cpu"), tmp_path))
+    assert seen == {
+        "pytorch_lightning": "lightning_hpu.standalone.pytorch.accelerator",
+        "lightning_fabric": "lightning_hpu.standalone.fabric.accelerator",
+    }
+
+
 WITHOUT_HPU = """
 import io, json, sys, warnings
 from contextlib import redirect_stderr, redirect_stdout

@@ -118,6 +118,9 @@ class RenamedSourceLoader(importlib.abc.Loader):
     def exec_module(self, module: ModuleType) -> None:
         code = compile(rename(self.path.read_text()), str(self.path), "exec", dont_inherit=True)
         exec(code, module.__dict__)
+        autoload = sys.modules.get("lightning_hpu_autoload")  # installed: it may have waited for this module
+        if autoload is not None:
+            autoload.standalone_ran(module.__name__)
 
 
 class SharedLoader(importlib.abc.Loader):

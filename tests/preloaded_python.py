@@ -223,7 +223,8 @@ def _serve(socket_path: str) -> tuple[socket.socket, _Request]:
     import torch  # noqa: F401
 
     warnings.showwarning = show
-    gc.freeze()  # the preloaded objects stay out of the forks' collections, which would copy their pages
+    gc.freeze()  # the preloaded objects stay out of the forks' collections, which would copy their pages, until
+    # the fork's program is done (_unfreeze_for_exit)
     global _PRELOAD_WARNINGS
     _PRELOAD_WARNINGS = shown
 
@@ -396,6 +397,16 @@ def _run(connection: socket.socket, request: _Request) -> Any:
             trace = trace.tb_next
         sys.excepthook(type(error), error.with_traceback(trace), trace)
         return 1
+    finally:
+        _unfreeze_for_exit()
+
+
+def _unfreeze_for_exit() -> None:
+    """Gives the preloaded objects back to the collector once the program is done, before the interpreter's exit
+    (atexit handlers, module teardown) starts: the exit then frees what an interpreter that imported them itself
+    frees. Left frozen (``_serve``), they would outlive the interpreter's last collections, and a library that counts
+    its live objects when it is torn down (triton 3.9's nanobind bindings) prints them as leaks."""
+    gc.unfreeze()
 
 
 if __name__ == "__main__":

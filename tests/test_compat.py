@@ -35,8 +35,10 @@ def test_release_reads_the_numbers_of_habana_and_pypi_builds() -> None:
         ("torch", "2.8.0", False),
         ("torch", "2.9.0a0+git1234", True),  # a Habana build tagged as a pre-release
         ("torch", "2.10.0+hpu.synapse.v1.24.0", True),
+        ("torch", "2.11.0+hpu.synapse.v1.24.1", True),
         ("torch", "2.14.1", True),
-        ("torch", "2.15.0", False),
+        ("torch", "2.15.0", True),
+        ("torch", "2.16.0", False),
         ("lightning", "2.5.6", False),
         ("lightning", "2.6.0", True),
         ("lightning", "2.6.6", True),
@@ -63,27 +65,44 @@ def test_pyproject_states_the_same_ranges() -> None:
         assert f'"{name}{RANGES[name].specifier}"' in text, f"pyproject.toml must require {RANGES[name]}"
 
 
+def _test_legs() -> dict[str, tuple[str, str, str, str]]:
+    """scripts/test.sh's legs: name -> (python, torch, lightning, transformers series); empty: the leg names none."""
+    return {
+        name: (python, torch_version, lightning, transformers)
+        for name, python, torch_version, lightning, transformers in re.findall(
+            r'^\s*"([\w.-]+):([\d.]*):([\d.]*):([\d.]*):([\d.]*)"$',
+            (ROOT / "scripts/test.sh").read_text(),
+            re.MULTILINE,
+        )
+    }
+
+
 def test_ci_legs_are_the_ends_of_the_ranges() -> None:
     """scripts/test.sh's oldest leg runs the lowest Python, torch and Lightning of the matrix; its newest leg the
-    highest Python and torch minor releases; its Gaudi leg the torch of Intel Gaudi 1.24.0 (2.10); CI runs the
-    first three."""
-    legs = dict(
-        (name, (python, torch_version, lightning))
-        for name, python, torch_version, lightning in re.findall(
-            r'^\s*"([\w.-]+):([\d.]*):([\d.]*):([\d.]*)"$', (ROOT / "scripts/test.sh").read_text(), re.MULTILINE
-        )
-    )
-    assert set(legs) == {"pinned", "oldest", "newest", "gaudi-1.24"}
-    assert release(legs["gaudi-1.24"][1])[:2] == (2, 10) and RANGES["torch"].contains(legs["gaudi-1.24"][1])
+    highest Python and torch minor releases; its Gaudi legs the torch of Intel Gaudi 1.24.0 (2.10) and 1.24.1 (2.11);
+    CI runs the first three."""
+    legs = _test_legs()
+    assert set(legs) == {"pinned", "oldest", "newest", "gaudi-1.24", "gaudi-1.24.1"}
+    for leg, gaudi_torch in (("gaudi-1.24", (2, 10)), ("gaudi-1.24.1", (2, 11))):
+        assert release(legs[leg][1])[:2] == gaudi_torch and RANGES["torch"].contains(legs[leg][1]), leg
     assert "scripts/test.sh --leg all" in (ROOT / ".ci/run").read_text()
-    python, torch_version, lightning = legs["oldest"]
+    python, torch_version, lightning, _ = legs["oldest"]
     assert release(python) == release(RANGES["python"].lowest)
     assert release(torch_version)[:2] == release(RANGES["torch"].lowest)[:2]
     assert release(lightning) == release(RANGES["lightning"].lowest)
-    python, torch_version, _ = legs["newest"]
+    python, torch_version, _, _ = legs["newest"]
     below_python, below_torch = release(RANGES["python"].below), release(RANGES["torch"].below)
     assert release(python) == (below_python[0], below_python[1] - 1)
     assert release(torch_version)[:2] == (below_torch[0], below_torch[1] - 1)
+
+
+def test_ci_legs_run_the_transformers_extra_at_both_ends() -> None:
+    """The transformers extra admits optimum-habana's 4.55 through 5.x, and CI's legs run both ends: a leg that names
+    4.55, and a leg that names none (it takes the newest release the extra admits, a 5.x)."""
+    project = (ROOT / "pyproject.toml").read_text()
+    assert 'transformers = ["transformers>=4.55,<6"]' in project and '"transformers>=4.55,<6",' in project
+    in_ci = [leg for name, leg in _test_legs().items() if name in ("pinned", "oldest", "newest")]
+    assert {transformers for *_, transformers in in_ci} >= {"4.55", ""}
 
 
 def test_warns_once_naming_the_tested_range(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -92,7 +111,7 @@ def test_warns_once_naming_the_tested_range(monkeypatch: pytest.MonkeyPatch) -> 
     with pytest.warns(UntestedVersionWarning) as record:
         versions.warn_if_untested()
     message = str(record[0].message)
-    assert "tested with torch >=2.9.0a0,<2.15, lightning >=2.6.0,<2.7, python >=3.10,<3.13" in message
+    assert "tested with torch >=2.9.0a0,<2.16, lightning >=2.6.0,<2.7, python >=3.10,<3.13" in message
     assert "this environment has torch 2.7.1+hpu.synapse.v1.22.0" in message
     with warnings.catch_warnings():
         warnings.simplefilter("error")

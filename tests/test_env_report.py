@@ -154,7 +154,7 @@ def test_the_reported_ranges_are_the_tested_matrix_and_pyproject_toml_states_it(
     from lightning_hpu.support.versions import TESTED
 
     assert env_report.SUPPORTED_VERSIONS == {
-        "torch": ((2, 9), (2, 14)),
+        "torch": ((2, 9), (2, 15)),
         "Lightning": ((2, 6), (2, 6)),
         "Python": ((3, 10), (3, 12)),
     }

@@ -36,7 +36,7 @@ _REPORTED_NAMES = {"python": "Python", "torch": "torch", "lightning": "Lightning
 
 
 def _major_minor_range(tested: VersionRange) -> tuple[tuple[int, int], tuple[int, int]]:
-    """``>=2.9,<2.15`` as ``((2, 9), (2, 14))``: the first and the last tested minor release."""
+    """``>=2.9,<2.16`` as ``((2, 9), (2, 15))``: the first and the last tested minor release."""
     lowest, below = release(tested.lowest), release(tested.below)
     return (lowest[0], lowest[1]), (below[0], below[1] - 1)
 

@@ -1,19 +1,30 @@
 """The torch, Lightning and Python versions lightning-hpu is tested with, and every difference between them it handles.
 
-Intel Gaudi software ships its own torch build (Intel Gaudi 1.23: torch 2.9; 1.24: torch 2.10), so the package
-runs on the torch of the user's image, not on one it picks. :data:`TESTED` is the matrix CI runs
+Intel Gaudi software ships its own torch build (Intel Gaudi 1.23: torch 2.9; 1.24.0: 2.10; 1.24.1: 2.11), so the
+package runs on the torch of the user's image, not on one it picks. :data:`TESTED` is the matrix CI runs
 (docs/guide/supported-versions.md; ``pyproject.toml`` states the same ranges): outside it, ``import lightning_hpu``
 warns once (:func:`warn_if_untested`) and goes on. A version difference that needs a branch becomes a function here,
 named for the fact it tests and saying the versions it is for, so code never compares ``torch.__version__`` itself.
 
 The differences met so far, and where each is handled (none needs a branch yet), with the test that shows it on
-the leg where it shows (``scripts/test.sh --leg oldest|newest|gaudi-1.24``; docs/guide/supported-versions.md):
+the leg where it shows (``scripts/test.sh --leg oldest|newest|gaudi-1.24|gaudi-1.24.1``;
+docs/guide/supported-versions.md):
 
-* PyPI's Linux builds of torch 2.9.1, 2.10.0 and 2.14.1 are CUDA builds (2.13.0 also has the ``+cpu`` build the
+* PyPI's Linux builds of torch 2.9.1, 2.10.0, 2.11.0 and 2.15.0 are CUDA builds (2.13.0 also has the ``+cpu`` build the
   pinned leg installs), in which CUDA is torch's one accelerator: the stand-in's device library replaces CUDA's
   hooks before ``torch._C`` initialises (``gaudi_standin/startup/early_load.py``, ``hpu_cuda_hooks.cpp``), so hpu is the
   accelerator there as on a CPU build, and CUDA is off in stand-in processes. Tested by ``tests/test_cuda_build.py``
-  on the oldest, newest and gaudi-1.24 legs (and by every test that trains on hpu there).
+  on the oldest, newest and Gaudi legs (and by every test that trains on hpu there).
+* Device meshes built with the same sizes compare equal and hash alike (torch 2.13 and 2.15 both), so a table keyed
+  by meshes hands a new mesh the entry of an equal older one, and loses it when that one is collected: on torch 2.15
+  this happened in the two-rank FSDP2 context-parallel run. The gradient mesh of a context-parallel mesh is kept on
+  the mesh object itself (``distributed/context_parallel.py``; no branch needed;
+  ``test_a_mesh_keeps_its_gradient_mesh_when_an_equal_older_mesh_is_collected`` in ``tests/test_context_parallel.py``,
+  and the two-rank FSDP2 run there, on the newest leg).
+* torch 2.15's triton (3.9) counts its nanobind objects when the interpreter is torn down and prints those still
+  alive as leaks: objects kept from the collector with ``gc.freeze()`` at exit show up there. Nothing in the
+  package freezes; the tests' preloaded interpreter gives its objects back before exit
+  (``tests/preloaded_python.py``, ``test_exit_status_signals_tracebacks_and_the_fallback`` on the newest leg).
 * torch 2.9 routes a coalesced tensor reduce-scatter (FSDP's ``_coalescing_manager``) through
   ``ProcessGroup.reduce_scatter_tensor_coalesced``, torch 2.13 through ``reduce_scatter_single_coalesced``: the
   stand-in's ``"hccl"`` group overrides both names, so HCCL's reduce-op check runs on every torch
@@ -90,10 +101,10 @@ def _padded(numbers: tuple[int, ...]) -> tuple[int, ...]:
 #: This release of lightning-hpu (``pyproject.toml`` says the same; ``lightning_hpu.__version__``).
 PACKAGE_VERSION = "0.1.0"
 
-#: The tested matrix: torch from Intel Gaudi 1.23's 2.9 to 2.14 (the newest Lightning 2.6 runs with that CI
+#: The tested matrix: torch from Intel Gaudi 1.23's 2.9 to 2.15 (the newest Lightning 2.6 runs with that CI
 #: installs), Lightning 2.6.x, Python 3.10 to 3.12. Intel Gaudi 1.22's torch 2.7 is not tested, so not in it.
 TESTED = (
-    VersionRange("torch", "2.9.0a0", "2.15"),
+    VersionRange("torch", "2.9.0a0", "2.16"),
     VersionRange("lightning", "2.6.0", "2.7"),
     VersionRange("python", "3.10", "3.13"),
 )

@@ -1,8 +1,8 @@
 """The test suite's fault injection: ``LIGHTNING_HPU_TEST_CHECK_FAULT=<row>[,<row>...]`` breaks those rows' checks.
 
 Only the tests use it: each named row's check is broken the way a broken node would break it (a learning rate of
-zero, so the loss does not fall; a rank with different weights; a recompile in every step; a corrupted checkpoint;
-...), so the test sees the row fail and the command exit non-zero. The variable is under the ``LIGHTNING_HPU_TEST_``
+zero, so the loss does not fall; a forced wrong loss; a rank with different weights; a recompile after the warm-up;
+a corrupted checkpoint; ...); the forced losses differ from one another, so faults injected together never cancel), so the test sees the row fail and the command exit non-zero. The variable is under the ``LIGHTNING_HPU_TEST_``
 prefix the environment report leaves alone. Every worker reads it at start-up, as it inherits it.
 """
 
@@ -17,11 +17,11 @@ FAULTS = {
     "devices": "the environment report gets an error",
     "fit.eager": "the eager fit trains with a learning rate of zero: its loss does not fall",
     "fit.compile": "the compiled fit trains with a learning rate of zero: its loss does not fall",
-    "fit.recompiles": "the compiled model reads a Python number that changes every step: a recompile every step",
+    "fit.recompiles": "the compiled model reads a Python number that changes after the warm-up: a recompile then",
     "fit.lazy": "the lazy-mode fit trains with a learning rate of zero: its loss does not fall",
-    "fit.modes": "the compiled fit starts from other weights: its losses differ from eager mode's",
-    "precision.bf16": "the bf16-mixed fit starts from other weights: its loss differs from fp32's",
-    "precision.fp8": "the fp8 fit starts from other weights: its loss differs from bf16's",
+    "fit.modes": "the compiled fit's loss is forced 25% high: it differs from eager mode's",
+    "precision.bf16": "the bf16-mixed fit's loss is forced 50% high: it differs from fp32's",
+    "precision.fp8": "the fp8 fit's loss is forced 100% high: it differs from bf16-mixed's",
     "multi.ddp": "rank 1's weights are changed after the fit",
     "multi.allreduce": "rank 1 adds one to what it reduces: the sum is wrong",
     "multi.fsdp2": "the FSDP2 step runs with a learning rate of zero: no weight changes",

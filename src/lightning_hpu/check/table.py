@@ -32,8 +32,8 @@ class Table:
         figure = row.figure + (f" {STANDIN_MARK}" if row.standin and row.figure else "")
         self.any_standin |= row.standin
         self._line([row.name, row.result, figure, row.expected, f"{row.seconds:.1f}s"])
-        if row.result == "fail" and row.detail:
-            print(f"{'':20}{_cell(row.detail, 400)}", file=self.out, flush=True)
+        if row.result == "fail" and row.detail:  # its first line, shortened: the JSON has all of it
+            print(f"{'':20}{_cell(row.detail.splitlines()[0], 110)}", file=self.out, flush=True)
 
     def step(self, index: int, total: int, text: str) -> None:
         """The progress line: which part of the check runs now."""

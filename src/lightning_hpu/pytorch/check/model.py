@@ -65,25 +65,33 @@ class CheckTransformer(LightningModule):
         size: the model's and the data's sizes.
         lr: Adam's learning rate (the fault injection passes 0).
         seed: the seed of the initial weights.
-        shift_every_step: add the step's index to the hidden state as a Python number, which a compiled model
-            guards on: a recompile in every step (the fault injection of ``fit.recompiles``).
+        loss_scale: scales the loss (the fault injection's forced wrong loss).
+        recompile_after: from this training step on, add a Python number to the hidden state that a compiled model
+            guards on: one recompile in that step (the fault injection of ``fit.recompiles``).
     """
 
-    def __init__(self, size: Size = Size(), lr: float = 3e-3, seed: int = 0, shift_every_step: bool = False) -> None:
+    def __init__(
+        self,
+        size: Size = Size(),
+        lr: float = 3e-3,
+        seed: int = 0,
+        loss_scale: float = 1.0,
+        recompile_after: int | None = None,
+    ) -> None:
         super().__init__()
-        self.size, self.lr, self.shift_every_step = size, lr, shift_every_step
+        self.size, self.lr, self.loss_scale, self.recompile_after = size, lr, loss_scale, recompile_after
         torch.manual_seed(seed)
         self.embed = nn.Embedding(size.vocab, size.width)
         self.blocks = nn.ModuleList(Block(size) for _ in range(size.layers))
         self.norm = nn.LayerNorm(size.width)
         self.head = nn.Linear(size.width, size.vocab)
         self.losses: list[float] = []
-        self.shift = 0
+        self.shift = 0  # a Python number: a compiled forward is specialised to its value
 
     @override
     def forward(self, tokens: Tensor) -> Tensor:
         x = self.embed(tokens)
-        if self.shift_every_step:
+        if self.shift:
             x = x + self.shift * 1e-9
         for block in self.blocks:
             x = block(x)
@@ -92,9 +100,11 @@ class CheckTransformer(LightningModule):
     @override
     def training_step(self, batch: Any, batch_idx: int) -> Tensor:
         (tokens,) = batch
-        self.shift += 1
+        if self.recompile_after is not None and self.global_step >= self.recompile_after:
+            self.shift = 1
         logits = self(tokens[:, :-1])
         loss = F.cross_entropy(logits.float().reshape(-1, self.size.vocab), tokens[:, 1:].reshape(-1))
+        loss = loss * self.loss_scale
         self.losses.append(float(loss.detach()))
         return loss
 

@@ -108,8 +108,8 @@ class SingleChecks:
             torch._dynamo.reset()  # count this fit's compilations from scratch
             model = CheckTransformer(
                 lr=0.0 if fault("fit.compile") else 3e-3,
-                seed=1 if fault("fit.modes") else 0,
-                shift_every_step=fault("fit.recompiles"),
+                loss_scale=1.25 if fault("fit.modes") else 1.0,
+                recompile_after=WARMUP_STEPS if fault("fit.recompiles") else None,
             )
             return loss_row("fit.compile", what, fit(self.steps, model=model, callbacks=[HPUCompile(), monitor]))
 
@@ -118,7 +118,8 @@ class SingleChecks:
         self.row("fit.recompiles", recompiles, lambda: compilations_row("fit.recompiles", recompiles, monitor))
 
     def bf16_fit(self) -> Row:
-        self.bf16 = fit(self.steps, precision="bf16-mixed", seed=1 if fault("precision.bf16") else 0)
+        model = CheckTransformer(loss_scale=1.5 if fault("precision.bf16") else 1.0)
+        self.bf16 = fit(self.steps, precision="bf16-mixed", model=model)
         reference = self.eager.losses[-1] if self.eager else float("nan")
         row = agreement_row("precision.bf16", "bf16-mixed against fp32", self.bf16.losses[-1], reference,
                             expect.BF16_RTOL, "fp32")
@@ -133,7 +134,8 @@ class SingleChecks:
             backend.transformer_engine()
         except (HPUFeatureUnavailableError, ImportError) as error:
             return Row("precision.fp8", what, "n/a", detail=f"no fp8 engine: {error}")
-        run = fit(self.steps, plugins=[HPUPrecisionPlugin("fp8")], seed=1 if fault("precision.fp8") else 0)
+        model = CheckTransformer(loss_scale=2.0 if fault("precision.fp8") else 1.0)
+        run = fit(self.steps, plugins=[HPUPrecisionPlugin("fp8")], model=model)
         reference = self.bf16.losses[-1] if self.bf16 else float("nan")
         return agreement_row("precision.fp8", what, run.losses[-1], reference, expect.FP8_RTOL, "bf16-mixed")
 

@@ -20,12 +20,12 @@ import jsonschema
 import pytest
 
 from lightning_hpu.check import expectations as expect
-from lightning_hpu.check.report import ROWS, modes_row
-from lightning_hpu.pytorch.check.cli import main as check_main
 from lightning_hpu.check.faults import FAULT_ENV, FAULTS, injected
+from lightning_hpu.check.report import ROWS, modes_row
 from lightning_hpu.check.rows import CHECKS, Row, emit, parse_row
 from lightning_hpu.check.schema import schema, validate
 from lightning_hpu.check.table import Table
+from lightning_hpu.pytorch.check.cli import main as check_main
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Every row the command prints when every check runs.
@@ -157,8 +157,16 @@ def test_the_schema_is_a_valid_json_schema_that_refuses_a_bad_row() -> None:
 
 def _document() -> dict[str, Any]:
     return {
-        "schema_version": 1, "command": "lightning-hpu check", "versions": {}, "backend": "none", "device": "",
-        "devices": 0, "quick": True, "passed": True, "seconds": 0.0, "rows": [Row("devices", "d", "pass").to_json()],
+        "schema_version": 1,
+        "command": "lightning-hpu check",
+        "versions": {},
+        "backend": "none",
+        "device": "",
+        "devices": 0,
+        "quick": True,
+        "passed": True,
+        "seconds": 0.0,
+        "rows": [Row("devices", "d", "pass").to_json()],
     }
 
 

@@ -1,5 +1,5 @@
-"""``lightning-hpu check``: one command that proves a Gaudi node trains with Lightning (see ``docs/guide/node-check.md``).
+"""``lightning-hpu check``: one command that proves a Gaudi node trains with Lightning (docs/guide/node-check.md).
 
-This package is the Lightning-free part (the command, its table, JSON schema, the devices check and the worker
-launch); the Trainer fits run in worker processes from :mod:`lightning_hpu.pytorch.check`.
+This package is its Lightning-free part (the rows, the table, the JSON schema and report, the devices check, the
+worker launch); the command and its Trainer fits are in :mod:`lightning_hpu.pytorch.check`.
 """

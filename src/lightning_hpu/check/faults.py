@@ -2,8 +2,9 @@
 
 Only the tests use it: each named row's check is broken the way a broken node would break it (a learning rate of
 zero, so the loss does not fall; a forced wrong loss; a rank with different weights; a recompile after the warm-up;
-a corrupted checkpoint; ...); the forced losses differ from one another, so faults injected together never cancel), so the test sees the row fail and the command exit non-zero. The variable is under the ``LIGHTNING_HPU_TEST_``
-prefix the environment report leaves alone. Every worker reads it at start-up, as it inherits it.
+a corrupted checkpoint; ...), so the test sees the row fail and the command exit non-zero. The forced losses differ
+from one another, so faults injected together never cancel. The variable is under the ``LIGHTNING_HPU_TEST_`` prefix
+the environment report leaves alone; the workers inherit it.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ kept for a failure's detail, and no process left behind."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import signal
 import socket
@@ -41,10 +42,8 @@ class WorkerRun:
 
 
 def _kill_group(process: subprocess.Popen[str]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # nothing left of it
         os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def rank_environments(env: dict[str, str], ranks: int) -> list[dict[str, str]]:

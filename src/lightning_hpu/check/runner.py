@@ -14,6 +14,8 @@ def run_row(name: str, what: str, body: Callable[[], Row]) -> Row:
     try:
         row = body()
     except Exception as error:  # a broken node raises anything: the row says what, the other checks go on
-        row = Row(name, what, "fail", detail=f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}")
+        row = Row(
+            name, what, "fail", detail=f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        )
     row.seconds = round(time.perf_counter() - start, 3)
     return row

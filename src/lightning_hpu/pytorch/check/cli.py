@@ -59,8 +59,16 @@ class Check:
         wanted = [name for name in rows if name.split(".")[0] in self.checks]
         if not wanted:
             return None
-        arguments = [group, "--checks", ",".join(self.checks), "--steps", str(self.steps), "--devices",
-                     str(self.devices), *(["--quick"] if self.quick else [])]
+        arguments = [
+            group,
+            "--checks",
+            ",".join(self.checks),
+            "--steps",
+            str(self.steps),
+            "--devices",
+            str(self.devices),
+            *(["--quick"] if self.quick else []),
+        ]
         env = worker_env(lazy=group == "lazy")
         envs = rank_environments(env, self.devices) if group == "multi" else [env]
         return Worker(arguments, envs, self.timeout, self.add)

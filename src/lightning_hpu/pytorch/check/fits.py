@@ -1,4 +1,4 @@
-"""The check's Trainer fits on one HPU: one function builds every fit, so modes and precisions differ only where asked."""
+"""The check's Trainer fits on one HPU: one function builds them all, so modes and precisions differ only as asked."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.plugins import Precision
 from typing_extensions import override
 
-from lightning_hpu.pytorch.check.model import CheckTransformer, Size, token_data
+from lightning_hpu.pytorch.check.model import DEFAULT_SIZE, CheckTransformer, Size, token_data
 from lightning_hpu.runtime import require_backend
 
 
@@ -51,7 +51,7 @@ class Fit:
 def fit(
     steps: int,
     *,
-    size: Size = Size(),
+    size: Size = DEFAULT_SIZE,
     lr: float = 3e-3,
     seed: int = 0,
     precision: str = "32-true",
@@ -64,6 +64,9 @@ def fit(
     """Train the check's transformer for ``steps`` steps on one HPU, quietly, and time every step."""
     model = model or CheckTransformer(size, lr=lr, seed=seed)
     timer = StepTimer()
+    options: dict[str, Any] = {"plugins": list(plugins)} if plugins else {}
+    if not any(isinstance(plugin, Precision) for plugin in plugins):
+        options["precision"] = precision
     trainer = Trainer(
         accelerator="hpu",
         devices=1,
@@ -75,8 +78,7 @@ def fit(
         enable_progress_bar=False,
         enable_model_summary=False,
         num_sanity_val_steps=0,
-        **({"plugins": list(plugins)} if plugins else {}),
-        **({} if any(isinstance(p, Precision) for p in plugins) else {"precision": precision}),
+        **options,
         **trainer_options,
     )
     trainer.fit(model, token_data(size), ckpt_path=ckpt_path)

@@ -37,6 +37,10 @@ class Size:
         return 6.0 * parameters * tokens + 12.0 * self.layers * self.width * tokens * tokens
 
 
+#: The sizes the check trains with.
+DEFAULT_SIZE = Size()
+
+
 class Block(nn.Module):
     """Pre-norm attention and MLP (plain ``nn.Linear`` layers, which the fp8 precision swaps for its own)."""
 
@@ -53,7 +57,9 @@ class Block(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         batch, length, width = x.shape
         q, k, v = self.qkv(self.norm1(x)).view(batch, length, 3, self.heads, width // self.heads).unbind(2)
-        attended = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
+        attended = F.scaled_dot_product_attention(
+            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True
+        )
         x = x + self.out(attended.transpose(1, 2).reshape(batch, length, width))
         return x + self.down(F.gelu(self.up(self.norm2(x))))
 
@@ -72,7 +78,7 @@ class CheckTransformer(LightningModule):
 
     def __init__(
         self,
-        size: Size = Size(),
+        size: Size = DEFAULT_SIZE,
         lr: float = 3e-3,
         seed: int = 0,
         loss_scale: float = 1.0,
@@ -116,9 +122,11 @@ class CheckTransformer(LightningModule):
         return sum(p.numel() for p in self.parameters())
 
 
-def token_data(size: Size = Size()) -> DataLoader:
+def token_data(size: Size = DEFAULT_SIZE) -> DataLoader:
     """The fixed sequences (``size.sequence + 1`` tokens each, inputs and shifted targets), in a fixed order."""
-    tokens = torch.randint(0, size.vocab, (size.sequences, size.sequence + 1), generator=torch.Generator().manual_seed(1))
+    tokens = torch.randint(
+        0, size.vocab, (size.sequences, size.sequence + 1), generator=torch.Generator().manual_seed(1)
+    )
     return DataLoader(TensorDataset(tokens), batch_size=size.batch, shuffle=False, drop_last=True)
 
 

@@ -34,6 +34,7 @@ class ShardedTransformer(CheckTransformer):
     def configure_model(self) -> None:
         from torch.distributed.fsdp import fully_shard
 
+        assert self.device_mesh is not None, "HPUModelParallelStrategy sets the mesh before configure_model"
         mesh = self.device_mesh["data_parallel"]
         for module in (self.embed, *self.blocks, self.norm, self.head):
             fully_shard(module, mesh=mesh)
@@ -48,7 +49,9 @@ def spread_between_ranks(values: torch.Tensor) -> float:
 
 def full_parameters(module: torch.nn.Module) -> torch.Tensor:
     """Every parameter in full (sharded ones gathered), flattened, on the module's device."""
-    return torch.cat([getattr(p, "full_tensor", lambda p=p: p)().detach().float().flatten() for p in module.parameters()])
+    return torch.cat(
+        [getattr(p, "full_tensor", lambda p=p: p)().detach().float().flatten() for p in module.parameters()]
+    )
 
 
 def release_mismatch(deepspeed_version: str) -> str:
@@ -132,8 +135,9 @@ class MultiChecks:
             bandwidths.append(size * 2 * (world - 1) / world / seconds)
         best = max(bandwidths)
         link = expect.generation(require_backend().device_name()).link_bytes_per_second
-        row = Row("multi.allreduce", "all-reduce bus bandwidth", verdict(not wrong), value=best / 1e9,
-                  standin=self.standin)
+        row = Row(
+            "multi.allreduce", "all-reduce bus bandwidth", verdict(not wrong), value=best / 1e9, standin=self.standin
+        )
         row.figure = f"{best / 1e9:.2f} GB/s at {sizes[bandwidths.index(best)] / 2**20:g} MiB"
         row.extra = {"sizes": sizes, "bus_bandwidth": bandwidths}
         if wrong:
@@ -147,14 +151,17 @@ class MultiChecks:
 
     def fsdp2(self) -> Row:
         model = ShardedTransformer(lr=0.0 if fault("multi.fsdp2") else 3e-3)
-        trainer = self.trainer(HPUModelParallelStrategy(data_parallel_size=self.devices, tensor_parallel_size=1),
-                               max_steps=1)
+        trainer = self.trainer(
+            HPUModelParallelStrategy(data_parallel_size=self.devices, tensor_parallel_size=1), max_steps=1
+        )
         trainer.fit(model, token_data())
         after = full_parameters(model)
         initial = flat_parameters(CheckTransformer()).to(after.device)
         change = float((after - initial).abs().max())
         spread = spread_between_ranks(after)
-        row = Row("multi.fsdp2", "FSDP2 step", verdict(change > 0 and spread == 0.0 and model.losses[0] == model.losses[0]))
+        row = Row(
+            "multi.fsdp2", "FSDP2 step", verdict(change > 0 and spread == 0.0 and model.losses[0] == model.losses[0])
+        )
         row.figure = f"loss {model.losses[0]:.3f}, weights moved {change:.3g}"
         row.expected = "weights move, same on every rank"
         return row
@@ -179,4 +186,3 @@ class MultiChecks:
         row.figure = f"{version} ({which}), spread {spread:.3g}"
         row.expected = "loss falls, 0 between ranks"
         return row
-

@@ -121,8 +121,9 @@ class SingleChecks:
         model = CheckTransformer(loss_scale=1.5 if fault("precision.bf16") else 1.0)
         self.bf16 = fit(self.steps, precision="bf16-mixed", model=model)
         reference = self.eager.losses[-1] if self.eager else float("nan")
-        row = agreement_row("precision.bf16", "bf16-mixed against fp32", self.bf16.losses[-1], reference,
-                            expect.BF16_RTOL, "fp32")
+        row = agreement_row(
+            "precision.bf16", "bf16-mixed against fp32", self.bf16.losses[-1], reference, expect.BF16_RTOL, "fp32"
+        )
         return row
 
     def fp8_fit(self) -> Row:
@@ -148,8 +149,7 @@ class SingleChecks:
         flops = size.flops_per_sample(run.model.parameter_count()) * (1e12 if fault("throughput") else 1.0)
         device = require_backend().device_name()
         peak = GAUDI_PEAK_FLOPS.get(generation_row(device) or "", {}).get("bf16")
-        row = Row("throughput", what, verdict(samples_per_second > 0), value=samples_per_second,
-                  standin=self.standin)
+        row = Row("throughput", what, verdict(samples_per_second > 0), value=samples_per_second, standin=self.standin)
         row.figure = f"{samples_per_second:,.0f} samples/s"
         if peak is None:
             row.expected, row.detail = "> 0 samples/s", f"no published bf16 peak for {device}: no MFU"
@@ -179,8 +179,13 @@ class SingleChecks:
         live = half.model.state_dict()
         equal = saved.keys() == live.keys() and all(torch.equal(saved[k], live[k].cpu()) for k in live)
         size = path.stat().st_size
-        return Row("checkpoints.async", what, verdict(equal), figure=f"{size / 2**20:.1f} MiB, {len(saved)} tensors",
-                   expected="equal to the model")
+        return Row(
+            "checkpoints.async",
+            what,
+            verdict(equal),
+            figure=f"{size / 2**20:.1f} MiB, {len(saved)} tensors",
+            expected="equal to the model",
+        )
 
     def resume(self, path: Path) -> Row:
         what = "save and resume, bit-exact"
@@ -193,8 +198,7 @@ class SingleChecks:
             torch.save(checkpoint, path)
         resumed = fit(self.steps, ckpt_path=str(path))
         difference = float((flat_parameters(resumed.model) - flat_parameters(self.eager.model)).abs().max())
-        row = Row("checkpoints.resume", what, verdict(difference == 0.0), value=difference,
-                  expected="0 (bit-exact)")
+        row = Row("checkpoints.resume", what, verdict(difference == 0.0), value=difference, expected="0 (bit-exact)")
         row.figure = f"max |difference| {difference:.3g} after {self.steps} steps"
         return row
 
@@ -205,7 +209,12 @@ class SingleChecks:
         if fault("memory"):
             total = peak // 2
         share = peak / total if total else float("inf")
-        row = Row("memory", "peak HPU memory of the fit", verdict(0 < peak and share <= expect.MEMORY_FRACTION),
-                  value=float(peak), expected=f"<= {expect.MEMORY_FRACTION:.0%} of the device")
+        row = Row(
+            "memory",
+            "peak HPU memory of the fit",
+            verdict(peak > 0 and share <= expect.MEMORY_FRACTION),
+            value=float(peak),
+            expected=f"<= {expect.MEMORY_FRACTION:.0%} of the device",
+        )
         row.figure = f"{peak / 2**20:.1f} MiB of {total / 2**30:.1f} GiB ({share:.2g} of it)"
         return row

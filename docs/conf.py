@@ -118,6 +118,7 @@ GUIDE_PAGES = [
     "litgpt",
     "coming-from-lightning-habana",
     "coming-from-optimum-habana",
+    "node-check",
     "troubleshooting",
     "supported-versions",
     "bridge-coverage",

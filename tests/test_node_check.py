@@ -32,7 +32,15 @@ ROOT = Path(__file__).resolve().parents[1]
 ALL_ROWS = {name for names in ROWS.values() for name in names}
 
 
-def run_check(tmp_path: Path, devices: int, *arguments: str, faults: str = "") -> tuple[int, str, dict[str, Any]]:
+#: ``python -m lightning_hpu``, and the console script the README and docs/guide/node-check.md run.
+PYTHON_M = [sys.executable, "-m", "lightning_hpu"]
+CONSOLE_SCRIPT = [str(Path(sys.executable).with_name("lightning-hpu"))]
+
+
+def run_check(
+    tmp_path: Path, devices: int, *arguments: str, faults: str = "", command: list[str] = PYTHON_M
+) -> tuple[int, str, dict[str, Any]]:
+    """``<command> check --quick --devices <devices> --json ...`` on stand-in HPUs: exit status, output, JSON."""
     env = {key: value for key, value in os.environ.items() if key not in ("PT_HPU_LAZY_MODE", FAULT_ENV)}
     env.update(
         LIGHTNING_HPU_BACKEND="cpu",
@@ -43,7 +51,7 @@ def run_check(tmp_path: Path, devices: int, *arguments: str, faults: str = "") -
         env[FAULT_ENV] = faults
     out = tmp_path / "check.json"
     done = subprocess.run(
-        [sys.executable, "-m", "lightning_hpu", "check", "--quick", "--json", str(out), *arguments],
+        [*command, "check", "--quick", "--devices", str(devices), "--json", str(out), *arguments],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -75,7 +83,7 @@ def test_quick_check_on_one_hpu_passes_every_row(tmp_path: Path) -> None:
 
 @pytest.mark.multiprocess
 def test_quick_check_on_two_hpus_passes_every_row(tmp_path: Path) -> None:
-    status, output, document = run_check(tmp_path, 2)
+    status, output, document = run_check(tmp_path, 2, command=CONSOLE_SCRIPT)
     assert status == 0, output[-6000:]
     validate(document)
     seen = results(document)

@@ -39,7 +39,7 @@ SLOW = {
         " a TorchTrainer job of 2 HPU workers on the stand-in"
     ),
     "lightning-hpu check": (
-        "trains in three processes on 2 HPUs (a minute here); tests/test_node_check.py runs the same command"
+        "trains in four processes on 2 HPUs (a minute here); tests/test_node_check.py runs the same command"
     ),
     "examples/transformers_finetune.py": (
         "imports transformers in two processes and compiles (a minute here); tests/test_transformers_example.py runs it"

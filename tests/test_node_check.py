@@ -189,3 +189,15 @@ def test_only_and_skip_take_the_check_names() -> None:
     assert CHECKS == ("devices", "fit", "precision", "multi", "throughput", "checkpoints", "memory")
     with pytest.raises(SystemExit):
         check_main(["--only", "fitt"])
+
+
+def test_the_command_without_a_subcommand_prints_the_environment_report(
+    standin: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lightning_hpu.__main__ import main
+
+    assert main([]) == 0
+    assert capsys.readouterr().out.startswith("lightning-hpu environment report")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["check", "--devices", "99"])  # `check` reaches the node check's own arguments
+    assert exit_info.value.code == 2

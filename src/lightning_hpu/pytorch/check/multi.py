@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +26,13 @@ from lightning_hpu.check.runner import run_row
 from lightning_hpu.pytorch.check.model import CheckTransformer, flat_parameters, token_data
 from lightning_hpu.pytorch.strategies import HPUModelParallelStrategy, HPUParallelStrategy
 from lightning_hpu.runtime import bridge_emulated, require_backend
+
+#: What the later rows check (the DDP row's names the device count).
+WHAT = {
+    "multi.allreduce": "all-reduce bus bandwidth",
+    "multi.fsdp2": "FSDP2 step",
+    "multi.deepspeed": "DeepSpeed ZeRO-2 fit",
+}
 
 
 class ShardedTransformer(CheckTransformer):
@@ -93,11 +101,15 @@ class MultiChecks:
 
     def run(self) -> None:
         self.row("multi.ddp", f"DDP over HCCL on {self.devices} HPUs", self.ddp)
-        if not dist.is_initialized():
-            return  # the launch failed: the DDP row says why, and nothing else can run
-        self.row("multi.allreduce", "all-reduce bus bandwidth", self.allreduce)
-        self.row("multi.fsdp2", "FSDP2 step", self.fsdp2)
-        self.row("multi.deepspeed", "DeepSpeed ZeRO-2 fit", self.deepspeed)
+        later = {"multi.allreduce": self.allreduce, "multi.fsdp2": self.fsdp2, "multi.deepspeed": self.deepspeed}
+        for name, body in later.items():
+            if not dist.is_initialized():  # the DDP row says why the ranks never met
+                body = self.without_process_group
+            self.row(name, WHAT[name], body)
+
+    @staticmethod
+    def without_process_group() -> Row:
+        raise RuntimeError("the DDP fit set up no process group, so the ranks cannot meet (see multi.ddp)")
 
     def ddp(self) -> Row:
         model = CheckTransformer()
@@ -136,7 +148,7 @@ class MultiChecks:
         best = max(bandwidths)
         link = expect.generation(require_backend().device_name()).link_bytes_per_second
         row = Row(
-            "multi.allreduce", "all-reduce bus bandwidth", verdict(not wrong), value=best / 1e9, standin=self.standin
+            "multi.allreduce", WHAT["multi.allreduce"], verdict(not wrong), value=best / 1e9, standin=self.standin
         )
         row.figure = f"{best / 1e9:.2f} GB/s at {sizes[bandwidths.index(best)] / 2**20:g} MiB"
         row.extra = {"sizes": sizes, "bus_bandwidth": bandwidths}
@@ -159,15 +171,14 @@ class MultiChecks:
         initial = flat_parameters(CheckTransformer()).to(after.device)
         change = float((after - initial).abs().max())
         spread = spread_between_ranks(after)
-        row = Row(
-            "multi.fsdp2", "FSDP2 step", verdict(change > 0 and spread == 0.0 and model.losses[0] == model.losses[0])
-        )
+        ok = change > 0 and spread == 0.0 and math.isfinite(model.losses[0])
+        row = Row("multi.fsdp2", WHAT["multi.fsdp2"], verdict(ok))
         row.figure = f"loss {model.losses[0]:.3f}, weights moved {change:.3g}"
         row.expected = "weights move, same on every rank"
         return row
 
     def deepspeed(self) -> Row:
-        what = "DeepSpeed ZeRO-2 fit"
+        what = WHAT["multi.deepspeed"]
         if importlib.util.find_spec("deepspeed") is None:
             return Row("multi.deepspeed", what, "n/a", detail="DeepSpeed is not installed")
         version = importlib.metadata.version("deepspeed")

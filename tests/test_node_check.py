@@ -122,6 +122,8 @@ def test_loss_falls_and_relative_difference() -> None:
     assert not expect.loss_falls([4.0, 4.0, 4.0, 3.9])
     assert not expect.loss_falls([4.0, float("nan")])
     assert expect.relative_difference(1.0, 1.01) == pytest.approx(0.0099, abs=1e-4)
+    assert expect.loss_difference(1.3, 1.2, scale=4.0) == pytest.approx(0.025)  # in the first loss, not the last
+    assert expect.loss_difference(float("nan"), 1.2, scale=4.0) == float("inf")
     assert expect.generation("GAUDI2B").name == "GAUDI2" and expect.generation("GAUDI3").hbm_bytes == 128 * 2**30
 
 

@@ -22,10 +22,11 @@ LINK_BYTES_PER_SECOND = {"GAUDI2": 262.5e9, "GAUDI3": 525e9}
 LOSS_DROP = 0.10
 #: The largest relative difference between the per-step losses of eager, compiled and lazy mode (fp32).
 MODES_RTOL = 1e-2
-#: The largest relative difference between the final losses of bf16-mixed and fp32.
-BF16_RTOL = 5e-2
-#: The largest relative difference between the final losses of fp8 and bf16-mixed.
-FP8_RTOL = 1e-1
+#: The largest difference between the final losses of bf16-mixed and fp32, as a fraction of fp32's first loss (a
+#: relative difference of final losses would grow as the loss approaches 0).
+BF16_TOL = 5e-2
+#: The same for fp8 against bf16-mixed.
+FP8_TOL = 1e-1
 #: The largest fraction of the device's memory the check's small fit may peak at.
 MEMORY_FRACTION = 0.5
 #: An all-reduce bus bandwidth this fraction of the link figure or more passes on a Gaudi (large messages).
@@ -54,6 +55,12 @@ def relative_difference(a: float, b: float) -> float:
     """``|a - b|`` relative to the larger magnitude (0 when both are 0)."""
     scale = max(abs(a), abs(b))
     return abs(a - b) / scale if scale else 0.0
+
+
+def loss_difference(value: float, reference: float, scale: float) -> float:
+    """``|value - reference|`` as a fraction of ``scale`` (the reference fit's first loss); NaN compares as infinite."""
+    difference = abs(value - reference) / abs(scale) if scale else float("inf")
+    return difference if difference == difference else float("inf")
 
 
 def loss_falls(losses: list[float]) -> bool:

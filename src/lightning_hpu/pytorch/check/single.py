@@ -50,11 +50,15 @@ def compilations_row(name: str, what: str, monitor: HPURecompileMonitor) -> Row:
     return row
 
 
-def agreement_row(name: str, what: str, value: float, reference: float, rtol: float, against: str) -> Row:
-    difference = expect.relative_difference(value, reference)
-    row = Row(name, what, verdict(difference <= rtol), expected=f"within {rtol:.0%} of {against}")
-    row.figure = f"loss {value:.4f} vs {reference:.4f} ({difference:.2%})"
-    row.value = value
+def agreement_row(name: str, what: str, run: Fit, reference: Fit | None, tolerance: float, against: str) -> Row:
+    """``run``'s final loss against ``reference``'s, the difference measured in ``reference``'s first loss."""
+    if reference is None or not reference.losses:
+        raise RuntimeError(f"the {against} fit failed: nothing to compare with")
+    value, expected = run.losses[-1], reference.losses[-1]
+    difference = expect.loss_difference(value, expected, reference.losses[0])
+    row = Row(name, what, verdict(difference <= tolerance), value=value)
+    row.expected = f"within {tolerance:.0%} of the first loss of {against}"
+    row.figure = f"loss {value:.4f} vs {expected:.4f} ({difference:.1%})"
     return row
 
 
@@ -120,11 +124,9 @@ class SingleChecks:
     def bf16_fit(self) -> Row:
         model = CheckTransformer(loss_scale=1.5 if fault("precision.bf16") else 1.0)
         self.bf16 = fit(self.steps, precision="bf16-mixed", model=model)
-        reference = self.eager.losses[-1] if self.eager else float("nan")
-        row = agreement_row(
-            "precision.bf16", "bf16-mixed against fp32", self.bf16.losses[-1], reference, expect.BF16_RTOL, "fp32"
+        return agreement_row(
+            "precision.bf16", "bf16-mixed against fp32", self.bf16, self.eager, expect.BF16_TOL, "fp32"
         )
-        return row
 
     def fp8_fit(self) -> Row:
         what = "fp8 against bf16-mixed"
@@ -137,8 +139,7 @@ class SingleChecks:
             return Row("precision.fp8", what, "n/a", detail=f"no fp8 engine: {error}")
         model = CheckTransformer(loss_scale=2.0 if fault("precision.fp8") else 1.0)
         run = fit(self.steps, plugins=[HPUPrecisionPlugin("fp8")], model=model)
-        reference = self.bf16.losses[-1] if self.bf16 else float("nan")
-        return agreement_row("precision.fp8", what, run.losses[-1], reference, expect.FP8_RTOL, "bf16-mixed")
+        return agreement_row("precision.fp8", what, run, self.bf16, expect.FP8_TOL, "bf16-mixed")
 
     def throughput(self) -> Row:
         what = "samples/s and MFU, bf16-mixed"

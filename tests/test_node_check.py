@@ -203,3 +203,13 @@ def test_the_command_without_a_subcommand_prints_the_environment_report(
     with pytest.raises(SystemExit) as exit_info:
         main(["check", "--devices", "99"])  # `check` reaches the node check's own arguments
     assert exit_info.value.code == 2
+
+
+def test_without_an_hpu_every_row_fails_at_once(
+    no_hpu: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert check_main(["--quick", "--json", str(tmp_path / "check.json")]) == 1
+    document = json.loads((tmp_path / "check.json").read_text())
+    validate(document)
+    assert results(document) == dict.fromkeys(ALL_ROWS, "fail")
+    assert "no HPU (see the devices row)" in capsys.readouterr().out

@@ -20,9 +20,19 @@ def _cell(text: str, width: int) -> str:
 class Table:
     """Prints a header, then each row as it is given, then a summary line."""
 
-    def __init__(self, out: TextIO = sys.stdout, progress: TextIO = sys.stderr) -> None:
-        self.out, self.progress = out, progress
+    def __init__(self, out: TextIO | None = None, progress: TextIO | None = None) -> None:
+        self._out, self._progress = out, progress
         self.any_standin = False
+
+    @property
+    def out(self) -> TextIO:
+        """Where the table goes: standard output (as it is when printing) unless given."""
+        return self._out or sys.stdout
+
+    @property
+    def progress(self) -> TextIO:
+        """Where the progress lines go: standard error (as it is when printing) unless given."""
+        return self._progress or sys.stderr
 
     def header(self) -> None:
         self._line([title for title, _ in COLUMNS])

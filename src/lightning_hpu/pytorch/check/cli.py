@@ -82,6 +82,11 @@ class Check:
 
     def run(self) -> None:
         self.table.header()
+        if self.devices == 0:  # nothing can train: the devices row says why
+            self.add(devices_row(1))
+            for name in [row for check in self.checks if check != "devices" for row in report.ROWS[check]]:
+                self.add(Row(name, "needs an HPU", "fail", detail="no HPU (see the devices row)"))
+            return
         multi_rows = report.ROWS["multi"] if self.devices >= 2 else []
         workers: list[tuple[Worker | None, list[str]]] = []
         try:

@@ -73,6 +73,8 @@ class SingleChecks:
         self.eager: Fit | None = None
         self.bf16: Fit | None = None
         self.memory_peak = 0
+        # PT_HPU_LAZY_MODE=1 in the command's environment makes its own fits lazy: the row says so.
+        self.eager_what = f"Trainer fit, {'lazy' if require_backend().is_lazy() else 'eager'} mode"
 
     def row(self, name: str, what: str, body: Callable[[], Row]) -> None:
         self.starting(name)
@@ -83,7 +85,7 @@ class SingleChecks:
     def run(self) -> None:
         needs_eager = self.checks & {"fit", "precision", "checkpoints", "memory"}
         if needs_eager:
-            self.row("fit.eager", "Trainer fit, eager mode", self.eager_fit)
+            self.row("fit.eager", self.eager_what, self.eager_fit)
         if "fit" in self.checks:
             self.compiled_fit()
         if self.checks & {"precision", "throughput"}:
@@ -102,10 +104,16 @@ class SingleChecks:
         backend.reset_peak_memory_stats()
         self.eager = fit(self.steps, lr=0.0 if fault("fit.eager") else 3e-3)
         self.memory_peak = backend.memory_stats().get("MaxInUse", 0)
-        return loss_row("fit.eager", "Trainer fit, eager mode", self.eager)
+        return loss_row("fit.eager", self.eager_what, self.eager)
 
     def compiled_fit(self) -> None:
         what = 'Trainer fit, torch.compile(backend="hpu_backend")'
+        recompiles = "graph compilations per step, compiled"
+        if require_backend().is_lazy():
+            why = "this process runs in lazy mode (PT_HPU_LAZY_MODE=1), where torch.compile is refused: unset it"
+            self.report(Row("fit.compile", what, "n/a", detail=why))
+            self.report(Row("fit.recompiles", recompiles, "n/a", detail=why))
+            return
         monitor = HPURecompileMonitor(warmup_steps=WARMUP_STEPS)
 
         def body() -> Row:
@@ -118,7 +126,6 @@ class SingleChecks:
             return loss_row("fit.compile", what, fit(self.steps, model=model, callbacks=[HPUCompile(), monitor]))
 
         self.row("fit.compile", what, body)
-        recompiles = "graph compilations per step, compiled"
         self.row("fit.recompiles", recompiles, lambda: compilations_row("fit.recompiles", recompiles, monitor))
 
     def bf16_fit(self) -> Row:

@@ -8,6 +8,7 @@ tests run in this process: the judgements the rows make, the table, the schema, 
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import psutil
 import pytest
 
 from lightning_hpu.check import expectations as expect
@@ -38,7 +40,12 @@ CONSOLE_SCRIPT = [str(Path(sys.executable).with_name("lightning-hpu"))]
 
 
 def run_check(
-    tmp_path: Path, devices: int, *arguments: str, faults: str = "", command: list[str] = PYTHON_M
+    tmp_path: Path,
+    devices: int,
+    *arguments: str,
+    faults: str = "",
+    command: list[str] = PYTHON_M,
+    env_extra: dict[str, str] | None = None,
 ) -> tuple[int, str, dict[str, Any]]:
     """``<command> check --quick --devices <devices> --json ...`` on stand-in HPUs: exit status, output, JSON."""
     env = {key: value for key, value in os.environ.items() if key not in ("PT_HPU_LAZY_MODE", FAULT_ENV)}
@@ -49,6 +56,7 @@ def run_check(
     )
     if faults:
         env[FAULT_ENV] = faults
+    env.update(env_extra or {})
     out = tmp_path / "check.json"
     done = subprocess.run(
         [*command, "check", "--quick", "--devices", str(devices), "--json", str(out), *arguments],
@@ -105,6 +113,24 @@ def test_every_injected_fault_fails_its_row(tmp_path: Path) -> None:
     assert rows["fit.recompiles"]["value"] > 0  # a recompile in the steady steps, counted
     assert rows["multi.ddp"]["value"] > 0  # rank 1's weights differ
     assert "PytorchStreamReader" in rows["checkpoints.async"]["detail"]  # the truncated file is refused on reading
+
+
+@pytest.mark.multiprocess
+def test_a_worker_that_overruns_is_killed_with_every_rank(tmp_path: Path) -> None:
+    tag = f"{os.getpid()}-{tmp_path.name}"  # marks this run's processes, which the command must all end
+    status, output, document = run_check(
+        tmp_path, 2, "--only", "multi", "--timeout", "2", env_extra={"LIGHTNING_HPU_TEST_CHECK_TAG": tag}
+    )
+    assert status == 1, output[-4000:]
+    rows = {row["name"]: row for row in document["rows"]}
+    assert {rows[name]["result"] for name in ROWS["multi"]} == {"fail"}
+    assert "overran its time and was killed" in rows["multi.ddp"]["detail"]
+    left = []
+    for process in psutil.process_iter(["pid"]):
+        with contextlib.suppress(psutil.Error):
+            if process.environ().get("LIGHTNING_HPU_TEST_CHECK_TAG") == tag:
+                left.append(process.pid)
+    assert not left, f"processes of the check outlived it: {left}"
 
 
 def test_every_row_has_a_fault() -> None:

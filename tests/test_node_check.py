@@ -1,9 +1,10 @@
 """``lightning-hpu check``: the node check on stand-in HPUs, its JSON against the shipped schema, and its faults.
 
-Three launches of the command (each costs its workers' imports of Lightning): ``--quick`` on one stand-in HPU and
-on two, both of which must pass with every row present, and one on two HPUs with every fault of
-``LIGHTNING_HPU_TEST_CHECK_FAULT`` injected at once, where every row must fail and the exit status be 1. The other
-tests run in this process: the judgements the rows make, the table, the schema, the command's refusals.
+Four launches of the command (each costs its workers' imports of Lightning): ``--quick`` on one stand-in HPU and
+on two, both of which must pass with every row present, one on two HPUs with every fault of
+``LIGHTNING_HPU_TEST_CHECK_FAULT`` injected at once, where every row must fail and the exit status be 1, and a
+short one (``--only multi``) whose ranks overrun ``--timeout`` and must all be gone when it returns. The other tests
+run in this process: the judgements the rows make, the table, the schema, the command's refusals.
 """
 
 from __future__ import annotations

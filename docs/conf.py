@@ -119,6 +119,7 @@ GUIDE_PAGES = [
     "litgpt",
     "coming-from-lightning-habana",
     "coming-from-optimum-habana",
+    "node-check",
     "troubleshooting",
     "faq",
     "examples",

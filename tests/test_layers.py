@@ -216,8 +216,14 @@ FABRIC_TREE = PACKAGE / "fabric"
 #: The layers that may import ``lightning.pytorch``: the Trainer tree, the glue into Lightning's connectors and
 #: registries (which wires the Trainer and Fabric alike), and, like the top-level package that exports both trees,
 #: optimum-habana's ``GaudiConfig``, whose ``trainer_arguments()`` and ``fabric_arguments()`` build the arguments of
-#: each (it imports the Trainer's plugins only inside ``trainer_arguments``).
-TRAINER_LAYERS = ("lightning_hpu.pytorch", "lightning_hpu.integration", "lightning_hpu.optimum.gaudi_config")
+#: each (it imports the Trainer's plugins only inside ``trainer_arguments``), and the command line
+#: (``lightning_hpu.__main__``: ``lightning-hpu check`` trains with the Trainer), which sits above everything.
+TRAINER_LAYERS = (
+    "lightning_hpu.pytorch",
+    "lightning_hpu.integration",
+    "lightning_hpu.optimum.gaudi_config",
+    "lightning_hpu.__main__",
+)
 
 
 def defined_classes(path: Path) -> set[str]:

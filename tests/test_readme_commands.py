@@ -38,6 +38,9 @@ SLOW = {
         "starts a local Ray cluster (a minute or more on 2 busy cores); tests/test_ray_train.py runs the same path:"
         " a TorchTrainer job of 2 HPU workers on the stand-in"
     ),
+    "lightning-hpu check": (
+        "trains in four processes on 2 HPUs (a minute here); tests/test_node_check.py runs the same command"
+    ),
     "examples/transformers_finetune.py": (
         "imports transformers in two processes and compiles (a minute here); tests/test_transformers_example.py runs it"
     ),

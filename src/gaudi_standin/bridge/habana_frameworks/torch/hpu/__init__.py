@@ -271,7 +271,7 @@ def __getattr__(name: str) -> Any:
 
 # --- bridge switches beyond devices and memory --------------------------------------------------------------------
 #: The bridge's ``hpu`` package has these submodules (``metrics`` starts the stand-in's compilation counting).
-SUBMODULES = ("_utils", "events", "graphs", "metrics", "random", "streams")
+SUBMODULES = ("_utils", "events", "graphs", "memory", "metrics", "random", "streams")
 
 
 def enable_dynamic_shape() -> None:

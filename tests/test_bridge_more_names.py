@@ -194,3 +194,23 @@ def test_the_memory_module_reports_the_emulated_hbm() -> None:
         assert memory.max_memory_cached() == limit
     del tensor
     assert memory.memory_allocated() == before
+
+
+@pytest.mark.usefixtures("standin")
+def test_the_optim_output_sif_switches_change_no_result() -> None:
+    """``hpu.enable_optim_output_sif``/``disable_optim_output_sif``: the graph compiler's choice of output-shape
+    inference for dynamic graphs; a compiled function gives the same values either way, for new sizes too."""
+
+    def scaled_rows(x: Tensor) -> Tensor:
+        return torch.softmax(x * 2.0, dim=-1).sum(dim=0)
+
+    compiled = torch.compile(scaled_rows, backend="hpu_backend", dynamic=True)
+    hpu.enable_optim_output_sif()
+    try:
+        for rows in (3, 5):
+            x = torch.randn(rows, 4)
+            assert torch.allclose(compiled(x.to(HPU)).cpu(), scaled_rows(x))
+    finally:
+        hpu.disable_optim_output_sif()
+    x = torch.randn(7, 4)
+    assert torch.allclose(compiled(x.to(HPU)).cpu(), scaled_rows(x))

@@ -44,6 +44,7 @@ from gaudi_standin.bridge.habana_frameworks.torch.hpu.streams import (
     stream,
 )
 from gaudi_standin.emulator import machine
+from gaudi_standin.emulator.dynamic_shapes import disable_optim_output_sif, enable_optim_output_sif  # noqa: F401
 from gaudi_standin.emulator.environment import LAZY_MODE_ENV
 
 __all__ = [

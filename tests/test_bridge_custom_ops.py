@@ -33,7 +33,7 @@ def test_the_ops_have_the_bridges_schemas() -> None:
         "cast_to_fp8_v2": {"default", "scalar", "scalar_list"},
         "fp8_gemm_v2": {"default", "scalar", "scalar_list"},
         "softmax_fp8": {"default", "Scalar_scales", "Scalar"},
-        "mixture_of_experts": {"default", "fused_weights"},
+        "mixture_of_experts": {"default", "fused_weights", "fp8_measurement", "fp8_measurement_fused_weights"},
     }.items():
         assert overloads <= set(getattr(torch.ops.hpu, name).overloads())
 
@@ -86,6 +86,39 @@ def test_mixture_of_experts_routes_each_token_through_its_weighted_experts() -> 
         experts - 1,
     )
     torch.testing.assert_close(fused.cpu(), expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("permuted", [False, True])
+def test_mixture_of_experts_fp8_measurement_returns_each_experts_amax(fused: bool, permuted: bool) -> None:
+    """The overloads fp8 calibration calls: the output, and per expert the largest ``gelu(x @ W1) * (x @ W2)`` over
+    every token (the bridge's test's reference, ``calculate_experts_amax``), called through the packet as the bridge's
+    test does (the schema picks the overload)."""
+    torch.manual_seed(1)
+    tokens, hidden, inner, experts = 6, 8, 10, 3
+    x = torch.randn(tokens, hidden)
+    weights, routing = torch.topk(torch.randn(tokens, experts), 2)
+    w1 = [torch.randn(hidden, inner) for _ in range(experts)]  # [in, out]; permuted: nn.Linear's [out, in]
+    w2 = [torch.randn(hidden, inner) for _ in range(experts)]
+    w3 = [torch.randn(inner, hidden) for _ in range(experts)]
+    amax = torch.stack([(F.gelu(x @ a) * (x @ b)).amax() for a, b in zip(w1, w2, strict=True)])
+    layout = (lambda w: _h(w.t().contiguous())) if permuted else _h
+    given = (
+        [layout(torch.cat((a, b), dim=1)) for a, b in zip(w1, w2, strict=True)]
+        if fused
+        else [[layout(w) for w in w1], [layout(w) for w in w2]]
+    )
+    weight_lists = (given,) if fused else tuple(given)
+    out, measured = torch.ops.hpu.mixture_of_experts(
+        _h(x), _h(routing), _h(weights), *weight_lists, [layout(w) for w in w3], permuted, "gelu", 0, experts - 1, True
+    )
+    assert measured.dtype == torch.float32 and measured.shape == (experts,)
+    torch.testing.assert_close(measured.cpu(), amax, rtol=1e-5, atol=1e-5)
+    expected = torch.zeros(tokens, hidden)
+    for e in range(experts):
+        per_token = (weights * (routing == e)).sum(-1, keepdim=True)
+        expected += ((F.gelu(x @ w1[e]) * (x @ w2[e])) @ w3[e]) * per_token
+    torch.testing.assert_close(out.cpu(), expected, rtol=1e-4, atol=1e-4)
 
 
 def _rotate_half(x: Tensor) -> Tensor:
@@ -215,6 +248,70 @@ def test_scaled_masked_triangular_softmax() -> None:
     torch.testing.assert_close(out.cpu(), expected)
     one_row = torch.ops.hpu.scaled_masked_triangular_softmax(_h(x[:, :1]), _h(start_end), 1.0, 2, True, 0, None)
     torch.testing.assert_close(one_row[0, 0, 1:4].cpu(), torch.softmax(x[0, 0, 1:4], dim=-1))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_scaled_masked_softmax_adds_the_mask_to_the_scaled_scores(dtype: torch.dtype) -> None:
+    torch.manual_seed(12345)
+    x = ((torch.rand(32, 48) - 0.5) * 5).to(dtype)
+    mask = torch.randint(0, 2, (32, 48)).to(dtype)
+    out = torch.ops.hpu.scaled_masked_softmax(_h(x), _h(mask), 0.17)
+    expected = torch.softmax(x.float() * 0.17 + mask.float(), dim=-1)  # the bridge's test: mul, add, softmax
+    assert out.device.type == "hpu" and out.dtype == dtype
+    torch.testing.assert_close(
+        out.cpu().float(), expected, **({} if dtype == torch.float32 else {"atol": 1e-2, "rtol": 0})
+    )
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(4, 10, 10), (6, 8, 8)])
+def test_scaled_triangular_softmax_masks_the_keys_after_each_query(shape: tuple[int, ...], dtype: torch.dtype) -> None:
+    torch.manual_seed(12345)
+    x = torch.rand(shape, dtype=dtype)
+    # The bridge's test: the lower triangle of x * inv_scale, the rest the dtype's minimum, then softmax.
+    scaled = torch.tril(x.float() * 1.3)
+    rows, cols = torch.triu_indices(shape[1], shape[2], 1)
+    scaled[:, rows, cols] = torch.finfo(torch.float32).min
+    expected = torch.softmax(scaled, dim=-1)
+    out = torch.ops.hpu.scaled_triangular_softmax(_h(x), 1.3)
+    assert out.dtype == dtype
+    torch.testing.assert_close(
+        out.cpu().float(), expected, **({} if dtype == torch.float32 else {"atol": 1e-2, "rtol": 0})
+    )
+
+    retained, exp_sum_recpr, row_max = torch.ops.hpu.scaled_triangular_softmax_retain(_h(x), 1.3)
+    assert exp_sum_recpr.shape == row_max.shape == (shape[0], shape[1], 1)
+    assert exp_sum_recpr.dtype == torch.float32 and row_max.dtype == dtype
+    torch.testing.assert_close(row_max.cpu().float(), scaled.amax(-1, keepdim=True).to(dtype).float())
+    # The retained statistics give the very same result (the bridge's test asserts torch.equal).
+    assert torch.equal(retained.cpu(), out.cpu())
+    assert torch.equal(torch.ops.hpu.scaled_triangular_softmax(_h(x), 1.3, exp_sum_recpr, row_max).cpu(), out.cpu())
+
+
+def test_scaled_triangular_softmax_refuses_what_the_bridge_refuses() -> None:
+    x = _h(torch.rand(2, 4, 4))
+    stats = _h(torch.ones(2, 4, 1))
+    with pytest.raises(RuntimeError, match="self must be 3D"):
+        torch.ops.hpu.scaled_triangular_softmax(x[0], 1.0)
+    with pytest.raises(RuntimeError, match="give exp_sum_recpr and max both, or neither"):
+        torch.ops.hpu.scaled_triangular_softmax(x, 1.0, stats, None)
+    with pytest.raises(RuntimeError, match=r"must have shape \[2, 4, 1\]"):
+        torch.ops.hpu.scaled_triangular_softmax(x, 1.0, stats, _h(torch.ones(2, 4)))
+
+
+def test_the_scaled_softmaxes_compile_with_hpu_backend() -> None:
+    x, mask = _h(torch.rand(2, 4, 4)), _h(torch.zeros(2, 4, 4))
+
+    def both(x: Tensor, mask: Tensor) -> tuple[Tensor, ...]:
+        return (
+            torch.ops.hpu.scaled_masked_softmax(x, mask, 0.5),
+            *torch.ops.hpu.scaled_triangular_softmax_retain(x, 2.0),
+        )
+
+    torch._dynamo.reset()
+    compiled = torch.compile(both, backend="hpu_backend", fullgraph=True)(x, mask)
+    for got, expected in zip(compiled, both(x, mask), strict=True):
+        assert torch.equal(got.cpu(), expected.cpu())
 
 
 @pytest.mark.parametrize("inplace", [True, False])

@@ -176,3 +176,41 @@ def test_keep_input_mutations_setting_reaches_hpu_backend(monkeypatch: pytest.Mo
         with _config().patch(keep_input_mutations=keep):
             torch.compile(lambda x: x.add_(1), backend="hpu_backend")(torch.zeros(2, device=HPU))
         assert seen[-1] is keep  # the last call: hpu_backend's, for this compilation
+
+
+@pytest.mark.usefixtures("standin")
+def test_the_memory_module_reports_the_emulated_hbm() -> None:
+    """``habana_frameworks.torch.hpu.memory``, the bridge's module of the figures ``hpu`` exposes."""
+    memory = importlib.import_module("habana_frameworks.torch.hpu.memory")
+    assert hpu.memory is memory and memory.memory_allocated is hpu.memory_allocated
+    before = memory.memory_allocated()
+    tensor = torch.empty(1000, device=HPU)  # 4,000 bytes
+    assert memory.memory_allocated() - before == 4000 and memory.max_memory_allocated() >= before + 4000
+    limit = memory.memory_stats()["Limit"]
+    assert memory.mem_get_info() == (limit - memory.memory_allocated(), limit)
+    with pytest.warns(FutureWarning, match="renamed to torch.hpu.memory_reserved"):
+        assert memory.memory_cached() == limit == memory.memory_reserved()
+    with pytest.warns(FutureWarning, match="renamed to torch.hpu.max_memory_reserved"):
+        assert memory.max_memory_cached() == limit
+    del tensor
+    assert memory.memory_allocated() == before
+
+
+@pytest.mark.usefixtures("standin")
+def test_the_optim_output_sif_switches_change_no_result() -> None:
+    """``hpu.enable_optim_output_sif``/``disable_optim_output_sif``: the graph compiler's choice of output-shape
+    inference for dynamic graphs; a compiled function gives the same values either way, for new sizes too."""
+
+    def scaled_rows(x: Tensor) -> Tensor:
+        return torch.softmax(x * 2.0, dim=-1).sum(dim=0)
+
+    compiled = torch.compile(scaled_rows, backend="hpu_backend", dynamic=True)
+    hpu.enable_optim_output_sif()
+    try:
+        for rows in (3, 5):
+            x = torch.randn(rows, 4)
+            assert torch.allclose(compiled(x.to(HPU)).cpu(), scaled_rows(x))
+    finally:
+        hpu.disable_optim_output_sif()
+    x = torch.randn(7, 4)
+    assert torch.allclose(compiled(x.to(HPU)).cpu(), scaled_rows(x))

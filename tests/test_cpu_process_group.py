@@ -263,6 +263,29 @@ def test_group_reports_hccl_and_a_cpu_backend(single_pg: HCCLStandInProcessGroup
         assert isinstance(single_pg._get_backend(torch.device(device)), dist.ProcessGroupGloo)
 
 
+@pytest.mark.usefixtures("standin")
+def test_a_compiled_function_runs_the_groups_collectives_as_they_are(single_pg: HCCLStandInProcessGroup) -> None:
+    """On a Gaudi a collective ends in the bridge's C++ group, where TorchDynamo never looks. Run eagerly from compiled
+    code (FSDP's all-gather inside a compiled FSDP module), it reaches the stand-in's group the same way: not compiled
+    as a frame of its own, whose tracing would hand gloo the host view of a fake tensor."""
+
+    @torch._dynamo.disable(recursive=False)  # skipped, as torch.distributed's own files are: its callees are not
+    def all_reduce_eagerly(tensor: torch.Tensor) -> None:
+        single_pg.allreduce([tensor]).wait()
+
+    def step(x: torch.Tensor) -> torch.Tensor:
+        doubled = x * 2
+        all_reduce_eagerly(doubled)
+        return doubled + 1
+
+    torch._dynamo.reset()
+    try:
+        result = torch.compile(step, backend="hpu_backend")(torch.ones(3, device="hpu"))
+    finally:
+        torch._dynamo.reset()
+    assert result.device.type == "hpu" and torch.equal(result.cpu(), torch.full((3,), 3.0))
+
+
 def test_message_is_the_bridges() -> None:
     assert HCCL_REFUSED_MESSAGE == "Unsupported ReduceOp for HCCL process group"
 

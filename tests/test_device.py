@@ -101,6 +101,27 @@ def test_memory_statistics_count_the_bytes_of_live_tensors(standin: Any) -> None
     assert torch.hpu.max_memory_allocated() == before
 
 
+def test_a_host_view_needs_bytes_behind_the_tensor(standin: Any) -> None:
+    """Gloo works on host views of hpu tensors; a tensor with no bytes behind it gets a sentence, not a view of
+    memory that is not its own (which crashed the process when TorchDynamo traced one with a fake tensor)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from gaudi_standin import device as hpu_device
+
+    tensor = torch.arange(4.0, device="hpu")
+    view = hpu_device.host_view(tensor[1:])
+    assert view.device.type == "cpu" and view.tolist() == [1.0, 2.0, 3.0]
+    view[0] = 10.0  # the same bytes
+    assert tensor[1].item() == 10.0
+    refusal = r"host_view: the hpu tensor needs 16 bytes of its storage, which holds 0 .* view a tensor with memory"
+    with FakeTensorMode() as fake_mode, pytest.raises(RuntimeError, match=refusal):
+        hpu_device.host_view(fake_mode.from_tensor(tensor))
+    tensor.untyped_storage().resize_(0)  # as FSDP frees an unsharded parameter
+    with pytest.raises(RuntimeError, match=refusal):
+        hpu_device.host_view(tensor)
+    assert hpu_device.host_view(torch.empty(0, device="hpu")).shape == (0,)
+
+
 def test_memory_beyond_the_emulated_hbm_is_out_of_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LIGHTNING_HPU_CPU_DEVICE_NAME", "GAUDI")  # 32 GiB
     reset_backend()

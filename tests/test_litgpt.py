@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 pytest.importorskip("litgpt", reason="needs LitGPT: pip install 'lightning-hpu[litgpt]'")
 
@@ -134,11 +133,6 @@ def _convert(python: str, tmp_path: Path, final: Path, converted: Path) -> None:
     assert (converted / "lit_model.pth").is_file() and (converted / "tokenizer.json").is_file()
 
 
-@pytest.mark.skipif(
-    torch.__version__ < "2.10",
-    reason="open: on torch 2.9.1 (the oldest leg, LitGPT 0.5.12) both ranks crash with a segmentation fault in a"
-    " tensor clone inside LitGPT's hpu_backend-compiled FSDP forward; torch 2.13 and 2.14 pass",
-)
 def test_pretrain_on_two_hpus_runs_litgpts_fsdp_strategy_as_its_hpu_twin(
     python_executable: str, tmp_path: Path
 ) -> None:
@@ -158,10 +152,6 @@ def test_python_m_litgpt_finds_the_hpu_without_importing_lightning_hpu(tmp_path:
     assert (final / "lit_model.pth").is_file()
 
 
-@pytest.mark.skipif(
-    torch.__version__ < "2.10",
-    reason="open: on torch 2.9.1 LitGPT's hpu_backend-compiled FSDP forward crashes on two ranks (see above)",
-)
 def test_litgpts_console_script_trains_on_two_hpus_without_importing_lightning_hpu(tmp_path: Path) -> None:
     """``litgpt pretrain ... --devices 2``, LitGPT's own console script: both ranks train on the HPUs, LitGPT's
     ``FSDPStrategy`` running as its HPU twin."""

@@ -144,3 +144,17 @@ def test_fsdp_example_saves_a_sharded_checkpoint_on_two_standin_devices(tmp_path
     assert result.returncode == 0, result.stdout[-3000:]
     assert "FSDP on 2 HPUs (HPUFSDPStrategy)" in result.stdout
     assert (tmp_path / "ckpt" / "meta.pt").is_file()
+
+
+@pytest.mark.multiprocess
+def test_fabric_fsdp_auto_wrap_trains_a_compiled_model_on_two_standin_devices(two_device_run: TwoDeviceRun) -> None:
+    """LitGPT's 2-HPU ``pretrain`` reduced to its parts (``fsdp_compile_scenario.py``): Fabric's ``FSDPStrategy`` with
+    ``auto_wrap_policy`` over a model compiled before ``fabric.setup``. On torch 2.9 it crashed both ranks."""
+    reports = two_device_run.reports("fsdp_compile")
+    for report in reports:
+        assert report["strategy"] == "HPUFSDPStrategy"  # Fabric's FSDPStrategy, run as its HPU twin
+        assert report["compiled_module"] == "OptimizedModule" and report["compiled_graphs"] > 0
+        assert report["wrapped_blocks"] == 2  # each Block its own FSDP unit
+        assert len(report["losses"]) == 2
+        assert report["max_diff_to_reference"] < 1e-5, "must train as one process does on the global batches"
+    assert reports[0]["trained"] == reports[1]["trained"]

@@ -26,6 +26,7 @@ SCENARIOS = [
     *(["fabric"] if importlib.util.find_spec("deepspeed") else []),
     "context_parallel",
     "streams",
+    "fsdp_compile",
     "sharded",
     "recipe_cache",
 ]

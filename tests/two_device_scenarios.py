@@ -24,6 +24,7 @@ SCENARIOS = {
     "context_parallel": "context_parallel_scenarios",
     "sharded": "sharded_scenarios",
     "streams": "stream_scenarios",
+    "fsdp_compile": "fsdp_compile_scenario",
     "recipe_cache": "recipe_cache_scenario",
 }
 

@@ -33,3 +33,12 @@ def set_enabled(flag: bool | None) -> None:
 def shape_key(shape: tuple[int, ...]) -> Any:
     """What of a tensor's shape a recipe is specific to: the sizes, or only the rank while dynamic shapes are on."""
     return len(shape) if enabled() else shape
+
+
+def enable_optim_output_sif() -> None:
+    """The bridge's switch to an optimised inference of dynamic graphs' output shapes: a compile-time choice of its
+    graph compiler, with the same results and recipes either way, so nothing changes on the stand-in."""
+
+
+def disable_optim_output_sif() -> None:
+    """The bridge's switch back to its default output-shape inference (see :func:`enable_optim_output_sif`)."""

@@ -1,5 +1,15 @@
-"""Attention helpers of the bridge: ``hpu::scaled_masked_triangular_softmax``, ``kv_reorder(_)``, ``custom_softmax``
-and the CTC loss kernels (``ctc_loss_custom`` and its backward), as the bridge's kernel tests' references compute them.
+"""Attention helpers of the bridge: the scaled softmaxes (``scaled_masked_softmax``, ``scaled_triangular_softmax``
+and its ``_retain`` form, ``scaled_masked_triangular_softmax``), ``kv_reorder(_)``, ``custom_softmax`` and the CTC
+loss kernels (``ctc_loss_custom`` and its backward), as the bridge's kernel tests' references compute them.
+
+- ``scaled_masked_softmax(input, mask, scale)``: ``softmax(input * scale + mask)`` over the last dimension (the mask
+  is additive, as BERT's precomputed attention mask).
+- ``scaled_triangular_softmax(self [B, L, S], inv_scale_attn, exp_sum_recpr=None, max=None)``: softmax of
+  ``self * inv_scale_attn`` over the last dimension with the keys after each query (``s > l``) masked out (the
+  bridge's reference fills them with the dtype's minimum, so they come out 0). Given the row statistics that
+  ``scaled_triangular_softmax_retain`` also returns (``max`` [B, L, 1] in the input's dtype, ``exp_sum_recpr``
+  [B, L, 1] in fp32, the reciprocal of the row's sum of exponentials), it reuses them: ``exp(x - max) *
+  exp_sum_recpr``, which gives exactly the ``_retain`` result.
 
 - ``scaled_masked_triangular_softmax(x [B, L, S], start_end, inv_scale_attn, grouped_batch_size, ...)``: softmax of
   ``x * inv_scale_attn`` over the last dimension, keeping for each group of ``grouped_batch_size`` batch entries the
@@ -19,7 +29,65 @@ from torch.nn._reduction import get_enum
 
 from gaudi_standin.ops.registry import define
 
-__all__ = ["custom_softmax", "kv_reorder", "kv_reorder_", "scaled_masked_triangular_softmax"]
+__all__ = [
+    "custom_softmax",
+    "kv_reorder",
+    "kv_reorder_",
+    "scaled_masked_softmax",
+    "scaled_masked_triangular_softmax",
+    "scaled_triangular_softmax",
+    "scaled_triangular_softmax_retain",
+]
+
+
+def scaled_masked_softmax(input: Tensor, mask: Tensor, scale: float) -> Tensor:
+    scores = input.float() * scale + mask.to(input.device).float()
+    return torch.softmax(scores, dim=-1).to(input.dtype)
+
+
+def _causal_scores(self: Tensor, inv_scale_attn: float) -> tuple[Tensor, Tensor]:
+    """``self * inv_scale_attn`` in fp32 and the causal mask (``True`` where a key comes after its query)."""
+    if self.dim() != 3:
+        raise RuntimeError(f"scaled_triangular_softmax: self must be 3D ([B, L, S]), not of shape {list(self.shape)}.")
+    _, target, source = self.shape
+    after = torch.ones(target, source, dtype=torch.bool, device=self.device).triu(1)
+    return self.float() * inv_scale_attn, after
+
+
+def _from_row_statistics(
+    scores: Tensor, after: Tensor, exp_sum_recpr: Tensor, max: Tensor, dtype: torch.dtype
+) -> Tensor:
+    return ((scores - max.float()).exp() * exp_sum_recpr.float()).masked_fill(after, 0.0).to(dtype)
+
+
+def scaled_triangular_softmax_retain(self: Tensor, inv_scale_attn: float) -> tuple[Tensor, Tensor, Tensor]:
+    scores, after = _causal_scores(self, inv_scale_attn)
+    row_max = scores.masked_fill(after, -torch.inf).amax(dim=-1, keepdim=True).to(self.dtype)
+    exps = (scores - row_max.float()).exp().masked_fill(after, 0.0)
+    exp_sum_recpr = exps.sum(dim=-1, keepdim=True).reciprocal()
+    return _from_row_statistics(scores, after, exp_sum_recpr, row_max, self.dtype), exp_sum_recpr, row_max
+
+
+def scaled_triangular_softmax(
+    self: Tensor, inv_scale_attn: float, exp_sum_recpr: Tensor | None = None, max: Tensor | None = None
+) -> Tensor:
+    if (exp_sum_recpr is None) != (max is None):
+        raise RuntimeError("scaled_triangular_softmax: give exp_sum_recpr and max both, or neither.")
+    if exp_sum_recpr is None or max is None:
+        return scaled_triangular_softmax_retain(self, inv_scale_attn)[0]
+    expected = [*self.shape[:-1], 1]
+    if list(exp_sum_recpr.shape) != expected or list(max.shape) != expected:
+        raise RuntimeError(
+            f"scaled_triangular_softmax: exp_sum_recpr and max must have shape {expected} (self's with a last"
+            f" dimension of 1), not {list(exp_sum_recpr.shape)} and {list(max.shape)}."
+        )
+    scores, after = _causal_scores(self, inv_scale_attn)
+    return _from_row_statistics(scores, after, exp_sum_recpr, max, self.dtype)
+
+
+def _fake_retain(self: Tensor, inv_scale_attn: float) -> tuple[Tensor, Tensor, Tensor]:
+    rows = [*self.shape[:-1], 1]
+    return self.new_empty(self.shape), self.new_empty(rows, dtype=torch.float32), self.new_empty(rows)
 
 
 def scaled_masked_triangular_softmax(
@@ -130,6 +198,18 @@ define(
     " bool use_max, int mode, ScalarType? out_dtype=None) -> Tensor",
     scaled_masked_triangular_softmax,
     _fake_triangular,
+)
+define("scaled_masked_softmax(Tensor input, Tensor mask, float scale) -> Tensor", scaled_masked_softmax)
+define(
+    "scaled_triangular_softmax(Tensor self, float inv_scale_attn, Tensor? exp_sum_recpr=None, Tensor? max=None)"
+    " -> Tensor",
+    scaled_triangular_softmax,
+    lambda self, inv_scale_attn, exp_sum_recpr=None, max=None: self.new_empty(self.shape),
+)
+define(
+    "scaled_triangular_softmax_retain(Tensor self, float inv_scale_attn) -> (Tensor, Tensor, Tensor)",
+    scaled_triangular_softmax_retain,
+    _fake_retain,
 )
 define(
     "kv_reorder(Tensor self, Tensor start, Tensor end, Tensor beam_idx) -> Tensor",

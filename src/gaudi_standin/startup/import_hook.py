@@ -8,7 +8,8 @@ at every Python start, and so does the stand-in's ``torch.backends`` entry point
 ``gaudi_standin.bridge.habana_frameworks.X`` where that exists (the same module object, under both names), and
 ``torch.hpu`` by the emulated ``habana_frameworks.torch.hpu``: torch imports ``torch.hpu`` the first time a tensor goes
 to ``"hpu"``, which makes the stand-in's device real then, as the bridge's automatic loading does on a Gaudi.
-Once TorchDynamo's backend registry has loaded, it registers ``hpu_backend`` there, and once DeepSpeed's accelerator
+Once TorchDynamo's backend registry has loaded, it registers ``hpu_backend`` there (and once TorchDynamo has, it keeps
+it out of the stand-in's process group), and once DeepSpeed's accelerator
 module has loaded, it makes DeepSpeed's HPU accelerator the stand-in's (DeepSpeed's own calls the bridge's device
 kernels, which the stand-in lacks): :class:`AfterImportHook`. On a CUDA build of torch it also puts
 :class:`gaudi_standin.startup.early_load.TorchCFinder` first, which loads the stand-in's device library before
@@ -39,10 +40,12 @@ EMULATION_PACKAGE = "gaudi_standin.bridge"
 EMULATED_ORIGIN = "habana_frameworks emulated by the lightning-hpu cpu stand-in"
 #: Modules of other packages the stand-in completes once they have loaded, as the bridge does when it loads: each
 #: mapped to the stand-in's function (``module:function``) that is handed the loaded module. DeepSpeed's accelerator
-#: choice gets the stand-in's HPU accelerator; TorchDynamo's backend registry gets ``hpu_backend``.
+#: choice gets the stand-in's HPU accelerator; TorchDynamo's backend registry gets ``hpu_backend``; TorchDynamo itself
+#: is told to leave the stand-in's ``"hccl"`` group alone (it is C++ on a Gaudi, where TorchDynamo cannot see it).
 AFTER_IMPORT: dict[str, str] = {
     "deepspeed.accelerator.real_accelerator": "gaudi_standin.deepspeed_hpu.accelerator:choose_on_first_use",
     "torch._dynamo.backends.registry": "gaudi_standin.compiler.hpu_backend:register_with",
+    "torch._dynamo": "gaudi_standin.distributed.compiler_opaque:hide_from",
 }
 
 #: torch's device module for ``hpu``, served by the emulated bridge module as on a Gaudi.

@@ -474,6 +474,19 @@ at::Tensor host_view(const at::Tensor& device_tensor) {
   c10::Storage device = device_tensor.storage();
   void* data = const_cast<void*>(device.data());
   const size_t nbytes = device.nbytes();
+  // A view past the bytes there are would hand host code memory that is not the tensor's: a fake or meta tensor
+  // (TorchDynamo traces with those) has no bytes, a storage resized to 0 (FSDP frees parameters so) has none left.
+  size_t needed = 0;
+  if (device_tensor.numel() > 0) {
+    int64_t last = device_tensor.storage_offset();
+    for (int64_t dim = 0; dim < device_tensor.dim(); ++dim) {
+      last += (device_tensor.size(dim) - 1) * device_tensor.stride(dim);
+    }
+    needed = static_cast<size_t>(last + 1) * device_tensor.itemsize();
+  }
+  TORCH_CHECK(needed == 0 || (data != nullptr && needed <= nbytes), "host_view: the hpu tensor needs ", needed,
+              " bytes of its storage, which holds ", data == nullptr ? 0 : nbytes,
+              " (a fake or meta tensor has none, a storage resized to 0 has none left); view a tensor with memory.");
   struct Owner {
     c10::Storage storage;
   };

@@ -44,6 +44,7 @@ from gaudi_standin.bridge.habana_frameworks.torch.hpu.streams import (
     stream,
 )
 from gaudi_standin.emulator import machine
+from gaudi_standin.emulator.dynamic_shapes import disable_optim_output_sif, enable_optim_output_sif  # noqa: F401
 from gaudi_standin.emulator.environment import LAZY_MODE_ENV
 
 __all__ = [
@@ -271,7 +272,7 @@ def __getattr__(name: str) -> Any:
 
 # --- bridge switches beyond devices and memory --------------------------------------------------------------------
 #: The bridge's ``hpu`` package has these submodules (``metrics`` starts the stand-in's compilation counting).
-SUBMODULES = ("_utils", "events", "graphs", "metrics", "random", "streams")
+SUBMODULES = ("_utils", "events", "graphs", "memory", "metrics", "random", "streams")
 
 
 def enable_dynamic_shape() -> None:

@@ -100,7 +100,8 @@ def test_devices_errors_give_the_true_hpu_count(emulated: int, monkeypatch: pyte
     monkeypatch.setenv("LIGHTNING_HPU_CPU_DEVICES", str(emulated))
     reset_backend()
     for devices in (0, "x", []):
-        message = rf"`devices={re.escape(repr(devices))}` .* for all {emulated} visible HPU\(s\)"
+        hpus = "1 visible HPU," if emulated == 1 else f"{emulated} visible HPUs,"
+        message = rf"`devices={re.escape(repr(devices))}` .* for all {hpus}"
         for build in (_trainer, Fabric):
             with pytest.raises(ValueError, match=message):
                 build(accelerator="hpu", devices=devices)

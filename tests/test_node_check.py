@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -235,7 +236,10 @@ def test_the_command_without_a_subcommand_prints_the_environment_report(
 def test_without_an_hpu_every_row_fails_at_once(
     no_hpu: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    levels = [logging.getLogger(name).level for name in ("lightning.pytorch", "lightning.fabric")]
     assert check_main(["--quick", "--json", str(tmp_path / "check.json")]) == 1
+    # Lightning's loggers are quiet during the check only: later code in the process still gets its info lines.
+    assert [logging.getLogger(name).level for name in ("lightning.pytorch", "lightning.fabric")] == levels
     document = json.loads((tmp_path / "check.json").read_text())
     validate(document)
     assert results(document) == dict.fromkeys(ALL_ROWS, "fail")

@@ -15,7 +15,8 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from lightning_hpu.check import report
 from lightning_hpu.check.devices import devices_row, visible_devices
@@ -115,6 +116,21 @@ class Check:
                 self.add(Row(name, "left out by --only/--skip", "skip"))
 
 
+@contextmanager
+def _lightning_says_errors_only() -> Iterator[None]:
+    """Lightning's info lines (devices, fit stopped) would break up the table; the levels are restored after, as the
+    check also runs inside other programs (and the tests)."""
+    loggers = [logging.getLogger(name) for name in ("lightning.pytorch", "lightning.fabric")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the check; the exit status is 0 when every row passed (or is n/a or skipped), 1 when one failed."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -126,11 +142,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as error:
         parser.error(str(error))
     start = time.perf_counter()
-    logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
-    logging.getLogger("lightning.fabric").setLevel(logging.ERROR)
     steps = report.QUICK_STEPS if args.quick else report.FULL_STEPS
     check = Check(report.selected_checks(args.only, args.skip), devices, steps, args.quick, args.timeout)
-    check.run()
+    with _lightning_says_errors_only():
+        check.run()
     seconds = time.perf_counter() - start
     check.table.summary(list(check.rows.values()), seconds)
     backend = get_backend()

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import atexit
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, cast
 
@@ -38,6 +38,7 @@ import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import AllgatherOptions as _AllgatherOptions  # not re-exported in the stubs
 
+from gaudi_standin.distributed.gloo_direct import install_direct_collectives
 from gaudi_standin.distributed.gloo_host import GlooOnHostViews, as_list
 from gaudi_standin.distributed.hccl_rules import (
     CAPTURE_REFUSED_MESSAGE,
@@ -77,8 +78,8 @@ class HCCLStandInProcessGroup(dist.ProcessGroup):
     """A process group that follows HCCL's rules but runs over gloo on the CPU.
 
     The reduce collectives check the op and the dtypes, reduce what HCCL reduces in fp32 in fp32, and call the gloo
-    backend; the other collectives call the gloo backend directly too (left to ``ProcessGroup``'s C++
-    implementation they deadlock now and then on torch 2.13). None runs during an HPU graph capture.
+    backend; the other collectives call the gloo backend directly too (``gloo_direct`` says why none may be left to
+    ``ProcessGroup``'s C++ implementation). None runs during an HPU graph capture.
     """
 
     def __init__(self, store: Store, rank: int, size: int, timeout: timedelta) -> None:
@@ -213,9 +214,7 @@ class HCCLStandInProcessGroup(dist.ProcessGroup):
         # ``reduce_scatter_single_coalesced``): without it, torch 2.9 reduce-scattered coalesced tensors unchecked.
         return self.reduce_scatter_single_coalesced(outputTensors, inputTensors, opts)
 
-    # --- collectives without a reduce op: run by gloo directly ---------------------------------------
-    # Left to ``ProcessGroup``'s C++ implementation, broadcast and allgather deadlock now and then on
-    # torch 2.13 (seen within a few hundred calls between two processes); calling gloo avoids it.
+    # --- collectives without a reduce op: run by gloo directly (``gloo_direct`` says why) --------------
 
     def broadcast(self, tensors: Any, opts: Any = None) -> dist.Work:  # type: ignore[override]
         # The bridge broadcasts bytes, whatever the dtype: complex tensors too.
@@ -247,58 +246,7 @@ class HCCLStandInProcessGroup(dist.ProcessGroup):
         )
 
 
-class _ShardingCollectives:
-    """What FSDP (1 and 2) and DTensor call beyond DDP's collectives, run by gloo directly (mixed into the group).
-
-    ``reduce_scatter_tensor`` and its coalesced form already go through the reduce-op check above;
-    ``all_gather_into_tensor`` goes to ``_allgather_base``. Gloo has no coalesced all-gather into one tensor: the
-    coalesced form (``_coalescing_manager`` around several ``all_gather_into_tensor`` calls) runs them in turn.
-    """
-
-    _gloo_any: Any
-
-    def all_gather_single_coalesced(
-        self, outputTensors: list[torch.Tensor], inputTensors: list[torch.Tensor], opts: Any = None
-    ) -> dist.Work:
-        # ``allgather_into_tensor_coalesced``, the older name, reaches this through the C++ method.
-        options = opts if opts is not None else _AllgatherOptions()
-        works = [
-            self._gloo_any._allgather_base(output, input, options)
-            for output, input in zip(outputTensors, inputTensors, strict=True)
-        ]
-        for pending in works[:-1]:
-            pending.wait()
-        last: dist.Work = works[-1]
-        return last
-
-    def allgather_into_tensor_coalesced(
-        self, outputTensors: list[torch.Tensor], inputTensors: list[torch.Tensor], opts: Any = None
-    ) -> dist.Work:
-        return self.all_gather_single_coalesced(outputTensors, inputTensors, opts)
-
-
-for _name in ("all_gather_single_coalesced", "allgather_into_tensor_coalesced"):
-    setattr(HCCLStandInProcessGroup, _name, getattr(_ShardingCollectives, _name))
-
-
-def _run_on_gloo(name: str) -> Callable[..., dist.Work]:
-    """A method that checks the call as the bridge does, then hands it straight to the gloo backend."""
-    # The list form of alltoall moves bytes like broadcast; the others look the dtype up and refuse complex.
-    complex_allowed = name == "alltoall"
-
-    def delegate(self: HCCLStandInProcessGroup, *args: Any, **kwargs: Any) -> dist.Work:
-        check_collective(name, (args, kwargs), complex_allowed=complex_allowed)
-        work: dist.Work = getattr(self._gloo_any, name)(*args, **kwargs)
-        return work
-
-    delegate.__name__ = delegate.__qualname__ = name
-    return delegate
-
-
-# The remaining collectives without a reduce op take the same direct path (the C++ route deadlocks the same way).
-_DIRECT_TO_GLOO = ("alltoall", "alltoall_base", "gather", "scatter", "send", "recv")
-for _name in (*_DIRECT_TO_GLOO, "allgather_coalesced"):
-    setattr(HCCLStandInProcessGroup, _name, _run_on_gloo(_name))
+install_direct_collectives(HCCLStandInProcessGroup)
 
 
 def _create_hccl_standin(store: Store, group_rank: int, group_size: int, timeout: timedelta) -> HCCLStandInProcessGroup:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import torch
 
-from tests.two_device_run import FSDP_COMPILE_SHARES_THE_LAUNCH, TwoDeviceRun
+from tests.two_device_run import TwoDeviceRun
 
 SCRIPT = Path(__file__).with_name("sharded_scenarios.py")
 ROOT = Path(__file__).resolve().parents[1]
@@ -147,9 +147,6 @@ def test_fsdp_example_saves_a_sharded_checkpoint_on_two_standin_devices(tmp_path
 
 
 @pytest.mark.multiprocess
-@pytest.mark.skipif(
-    not FSDP_COMPILE_SHARES_THE_LAUNCH, reason="torch 2.15+: hangs the next FSDP fit of the launch (two_device_run.py)"
-)
 def test_fabric_fsdp_auto_wrap_trains_a_compiled_model_on_two_standin_devices(two_device_run: TwoDeviceRun) -> None:
     """LitGPT's 2-HPU ``pretrain`` reduced to its parts (``fsdp_compile_scenario.py``): Fabric's ``FSDPStrategy`` with
     ``auto_wrap_policy`` over a model compiled before ``fabric.setup``. On torch 2.9 it crashed both ranks."""

@@ -6,7 +6,6 @@ Tests take the ``two_device_run`` fixture (``conftest.py``); under ``pytest -n``
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 import json
 import os
@@ -19,11 +18,6 @@ from typing import Any
 
 SCRIPT = Path(__file__).with_name("two_device_scenarios.py")
 ROOT = Path(__file__).resolve().parents[1]
-#: torch 2.15 and later: after ``fsdp_compile`` (a compiled model under Fabric's FSDP), the next FSDP fit of the same
-#: process (``sharded``'s resume) hangs in an all-gather on both ranks, and the other way round (seen 2026-11-27 on
-#: 2.15.0, with and without the stand-in's TorchDynamo-opaque group; not yet understood). There it is left out.
-_TORCH = tuple(int(part) for part in importlib.metadata.version("torch").split(".")[:2])
-FSDP_COMPILE_SHARES_THE_LAUNCH = _TORCH < (2, 15)
 #: The scenarios of the launch; ``fabric`` runs DeepSpeed, so it is left out where DeepSpeed is not installed.
 #: ``sharded`` sets one thread per process and ``recipe_cache`` sets a recipe cache for the process: they come last.
 SCENARIOS = [
@@ -32,7 +26,7 @@ SCENARIOS = [
     *(["fabric"] if importlib.util.find_spec("deepspeed") else []),
     "context_parallel",
     "streams",
-    *(["fsdp_compile"] if FSDP_COMPILE_SHARES_THE_LAUNCH else []),
+    "fsdp_compile",
     "sharded",
     "recipe_cache",
 ]

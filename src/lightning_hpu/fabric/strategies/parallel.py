@@ -114,21 +114,8 @@ class HPUParallelStrategy(FastDDPHooks, FabricHPUStrategyHooks, FabricFusedClipH
             self._fast_gradients.reduce(optimizer)
 
     @override
-    def clip_gradients_norm(
-        self,
-        module: Module,
-        optimizer: Optimizer,
-        max_norm: float | int,
-        norm_type: float | int = 2.0,
-        error_if_nonfinite: bool = True,
-    ) -> Tensor:
+    def _complete_gradients(self, optimizer: Optimizer) -> None:
         self.reduce_gradients(optimizer)
-        return super().clip_gradients_norm(module, optimizer, max_norm, norm_type, error_if_nonfinite)
-
-    @override
-    def clip_gradients_value(self, module: Module, optimizer: Optimizer, clip_val: float | int) -> None:
-        self.reduce_gradients(optimizer)
-        super().clip_gradients_value(module, optimizer, clip_val)
 
     @override
     def optimizer_step(self, optimizer: Optimizable, **kwargs: Any) -> Any:

@@ -248,19 +248,32 @@ class HPUBackend(ABC):
         """A context manager that captures the work done inside it into ``graph``."""
 
     @abstractmethod
-    def make_graphed_callables(self, callables: Any, sample_args: tuple[Any, ...], **options: Any) -> Any:
-        """Graph forward and backward of each callable; ``options`` as the bridge's (``warmups``, ``dry_run``, ...),
-        checked by :func:`lightning_hpu.hpu_graphs.make_graphed_callables`."""
+    def make_graphed_callables(
+        self,
+        callables: Any,
+        sample_args: tuple[Any, ...],
+        warmups: int = 0,
+        allow_unused_input: bool = False,
+        asynchronous: bool = False,
+        disable_tensor_cache: bool = False,
+        dry_run: bool = False,
+    ) -> Any:
+        """Graph forward and backward of each callable."""
 
     @abstractmethod
     def module_cacher(self, max_graphs: int) -> Callable[..., torch.nn.Module]:
         """The ``ModuleCacher(max_graphs)`` object, to be called with the model and its options."""
 
     @abstractmethod
-    def wrap_in_hpu_graph(self, module: torch.nn.Module, **options: Any) -> torch.nn.Module:
-        """Patch ``module.forward`` to capture and replay an inference graph per input shape; ``options`` as the
-        bridge's (``asynchronous``, ``max_graphs``, ...), checked by :func:`lightning_hpu.hpu_graphs.wrap_in_hpu_graph`.
-        """
+    def wrap_in_hpu_graph(
+        self,
+        module: torch.nn.Module,
+        asynchronous: bool = False,
+        disable_tensor_cache: bool = False,
+        dry_run: bool | None = None,
+        max_graphs: int | None = None,
+    ) -> torch.nn.Module:
+        """Patch ``module.forward`` to capture and replay an inference graph per input shape."""
 
     # --- graph compilations (read by HPURecompileMonitor) ---------------------------------------
     def watch_graph_compilations(self, enabled: bool) -> None:  # noqa: B027 (optional hook, no-op by default)

@@ -232,17 +232,45 @@ class BridgeBackend(HPUBackend):
             raise TypeError(f"The bridge captures into its own HPUGraph, not into a {type(graph).__name__}.")
         return hthpu.graph(graph, stream=stream, dry_run=dry_run)
 
-    def make_graphed_callables(self, callables: Any, sample_args: tuple[Any, ...], **options: Any) -> Any:
-        return hthpu.make_graphed_callables(callables, sample_args, **options)
+    def make_graphed_callables(
+        self,
+        callables: Any,
+        sample_args: tuple[Any, ...],
+        warmups: int = 0,
+        allow_unused_input: bool = False,
+        asynchronous: bool = False,
+        disable_tensor_cache: bool = False,
+        dry_run: bool = False,
+    ) -> Any:
+        return hthpu.make_graphed_callables(
+            callables,
+            sample_args,
+            warmups=warmups,
+            allow_unused_input=allow_unused_input,
+            asynchronous=asynchronous,
+            disable_tensor_cache=disable_tensor_cache,
+            dry_run=dry_run,
+        )
 
     def module_cacher(self, max_graphs: int) -> Callable[..., torch.nn.Module]:
         return hthpu.ModuleCacher(max_graphs=max_graphs)
 
-    def wrap_in_hpu_graph(self, module: torch.nn.Module, **options: Any) -> torch.nn.Module:
+    def wrap_in_hpu_graph(
+        self,
+        module: torch.nn.Module,
+        asynchronous: bool = False,
+        disable_tensor_cache: bool = False,
+        dry_run: bool | None = None,
+        max_graphs: int | None = None,
+    ) -> torch.nn.Module:
         # ``dry_run=None`` lets newer bridges choose (dry run when the tensor cache is disabled); 1.19 wants a bool.
-        if options.get("dry_run") is None:
-            options["dry_run"] = options.get("disable_tensor_cache", False)
-        return hthpu.wrap_in_hpu_graph(module, **options)
+        return hthpu.wrap_in_hpu_graph(
+            module,
+            asynchronous=asynchronous,
+            disable_tensor_cache=disable_tensor_cache,
+            dry_run=disable_tensor_cache if dry_run is None else dry_run,
+            max_graphs=max_graphs,
+        )
 
 
 def _total_number(metric: Metric) -> int:

@@ -3,7 +3,7 @@
 The stand-in is a bridge, so it reads what the bridge reads (``PT_HPU_LAZY_MODE``, ``HLS_MODULE_ID``,
 ``HABANA_VISIBLE_MODULES``) and its own switches (``LIGHTNING_HPU_CPU_DEVICES``, ``LIGHTNING_HPU_CPU_DEVICE_NAME``).
 It imports nothing of lightning_hpu: a bad value is a :class:`StandInConfigurationError` naming the variable. The
-module variables are parsed by :mod:`hpu_modules`, below the stand-in and lightning_hpu alike.
+module variables are parsed by :mod:`lightning_hpu_module_ids`, below the stand-in and lightning_hpu alike.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 from functools import partial
 
-import hpu_modules
+import lightning_hpu_module_ids
 from gaudi_standin.startup.import_hook import BACKEND_ENV
-from hpu_modules import MODULE_ID_ENV, VISIBLE_MODULES_ENV
+from lightning_hpu_module_ids import MODULE_ID_ENV, VISIBLE_MODULES_ENV
 
 __all__ = [
     "BACKEND_ENV",
@@ -75,6 +75,6 @@ def lazy_mode_env_value() -> str:
 
 
 #: The module ids this job may use: ``HABANA_VISIBLE_MODULES``, or all ``installed`` modules when it is unset.
-visible_modules = partial(hpu_modules.visible_modules, error=StandInConfigurationError)
+visible_modules = partial(lightning_hpu_module_ids.visible_modules, error=StandInConfigurationError)
 #: The module ``HLS_MODULE_ID`` binds this process to, or ``None`` when it is unset.
-bound_module = partial(hpu_modules.bound_module, error=StandInConfigurationError)
+bound_module = partial(lightning_hpu_module_ids.bound_module, error=StandInConfigurationError)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 
-import hpu_modules
-from hpu_modules import MODULE_ID_ENV as MODULE_ID_ENV  # re-exported: other modules read them from here
-from hpu_modules import VISIBLE_MODULES_ENV as VISIBLE_MODULES_ENV
+import lightning_hpu_module_ids
 from lightning_hpu.runtime.base import HPUConfigurationError
+from lightning_hpu_module_ids import MODULE_ID_ENV as MODULE_ID_ENV  # re-exported: other modules read them from here
+from lightning_hpu_module_ids import VISIBLE_MODULES_ENV as VISIBLE_MODULES_ENV
 
 BACKEND_ENV = "LIGHTNING_HPU_BACKEND"
 #: The CPU stand-in's settings (read by the stand-in; named in messages and the env report).
@@ -45,13 +45,13 @@ def lazy_mode_from_env() -> bool:
 
 
 def visible_modules(installed: int) -> list[int]:
-    """The module ids this job may use (:func:`hpu_modules.visible_modules`, the parser the stand-in shares)."""
-    return hpu_modules.visible_modules(installed, HPUConfigurationError)
+    """The module ids this job may use (:func:`lightning_hpu_module_ids.visible_modules`, shared with the stand-in)."""
+    return lightning_hpu_module_ids.visible_modules(installed, HPUConfigurationError)
 
 
 def bound_module() -> int | None:
     """The module ``HLS_MODULE_ID`` binds this process to, or ``None`` when it is unset."""
-    return hpu_modules.bound_module(HPUConfigurationError)
+    return lightning_hpu_module_ids.bound_module(HPUConfigurationError)
 
 
 def lazy_mode_env_value() -> str:

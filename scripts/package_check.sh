@@ -123,6 +123,6 @@ print("  next to a real bridge, with LIGHTNING_HPU_BACKEND=cpu: the stand-in sta
 EOF
 
 "$vpy" -c "import zipfile, sys; names = zipfile.ZipFile(sys.argv[1]).namelist(); \
-assert 'lightning_hpu_emulation.pth' in names and 'lightning_hpu_autoload.py' in names and 'gaudi_standin/device/csrc/hpu_device.cpp' in names, names" "$wheel"
+assert 'lightning_hpu_emulation.pth' in names and 'lightning_hpu_autoload.py' in names and 'lightning_hpu_module_ids.py' in names and 'gaudi_standin/device/csrc/hpu_device.cpp' in names, names" "$wheel"
 [ -x "$venv/bin/lightning-hpu-env" ] || fail "the lightning-hpu-env command was not installed"
 step "passed: $(basename "$sdist"), $(basename "$wheel") ($(du -k "$wheel" | cut -f1) KB)"

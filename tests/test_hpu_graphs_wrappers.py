@@ -358,6 +358,26 @@ def test_wrap_in_hpu_graph_without_tensor_cache_keeps_its_own_buffers(lazy_stand
     assert standin_counters().graph_cache_hits == 1
 
 
+@pytest.mark.parametrize(
+    ("disable_tensor_cache", "dry_run", "passed"), [(True, None, True), (False, None, False), (True, False, False)]
+)
+def test_wrap_in_hpu_graph_passes_the_bridge_a_bool_dry_run(
+    lazy_standin, monkeypatch: pytest.MonkeyPatch, disable_tensor_cache: bool, dry_run: bool | None, passed: bool
+) -> None:
+    """``dry_run=None`` (newer bridges choose) reaches the bridge as ``disable_tensor_cache``: 1.19 wants a bool."""
+    import habana_frameworks.torch.hpu as hthpu
+
+    seen: dict[str, object] = {}
+
+    def bridge_wrap_in_hpu_graph(module: nn.Module, **options: object) -> nn.Module:
+        seen.update(options)
+        return module
+
+    monkeypatch.setattr(hthpu, "wrap_in_hpu_graph", bridge_wrap_in_hpu_graph)
+    wrap_in_hpu_graph(nn.Identity(), disable_tensor_cache=disable_tensor_cache, dry_run=dry_run)
+    assert seen["dry_run"] is passed and seen["disable_tensor_cache"] is disable_tensor_cache
+
+
 class _Keyworded(nn.Module):
     """A forward with named and keyword-only parameters, as Transformers' models have."""
 

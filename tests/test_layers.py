@@ -8,6 +8,8 @@
 * The CPU stand-in (``gaudi_standin``) is a layer below everything: it imports neither Lightning nor
   ``lightning_hpu``, and no module of ``lightning_hpu`` imports it (the package reaches it through
   ``habana_frameworks``, as it reaches a Gaudi's bridge).
+* ``lightning_hpu_module_ids`` (both packages read ``HABANA_VISIBLE_MODULES`` and ``HLS_MODULE_ID`` with it) imports
+  only the standard library.
 * One class implements the runtime seam (``HPUBackend``): the Gaudi backend, which drives the stand-in too.
 * The modules of both packages import each other without a circle, and each is at most :data:`MAX_LINES` lines long.
 """
@@ -15,6 +17,7 @@
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -155,6 +158,13 @@ def test_the_stand_in_imports_neither_lightning_nor_the_package() -> None:
         if _is_under(module, FORBIDDEN_IN_STANDIN)
     ]
     assert not offending, "\n".join(offending)
+
+
+def test_the_module_below_both_packages_imports_only_the_standard_library() -> None:
+    """``lightning_hpu_module_ids`` is read by ``lightning_hpu`` and the stand-in alike: it may import neither (nor
+    Lightning)."""
+    imported = list(imported_modules(SRC / "lightning_hpu_module_ids.py"))
+    assert imported and all(module.split(".")[0] in sys.stdlib_module_names for module in imported), imported
 
 
 def test_no_package_module_imports_the_stand_in() -> None:

@@ -2,14 +2,18 @@
 
 The stand-in is a bridge, so it reads what the bridge reads (``PT_HPU_LAZY_MODE``, ``HLS_MODULE_ID``,
 ``HABANA_VISIBLE_MODULES``) and its own switches (``LIGHTNING_HPU_CPU_DEVICES``, ``LIGHTNING_HPU_CPU_DEVICE_NAME``).
-It imports nothing of lightning_hpu: a bad value is a :class:`StandInConfigurationError` naming the variable.
+It imports nothing of lightning_hpu: a bad value is a :class:`StandInConfigurationError` naming the variable. The
+module variables are parsed by :mod:`lightning_hpu_module_ids`, below the stand-in and lightning_hpu alike.
 """
 
 from __future__ import annotations
 
 import os
+from functools import partial
 
+import lightning_hpu_module_ids
 from gaudi_standin.startup.import_hook import BACKEND_ENV
+from lightning_hpu_module_ids import MODULE_ID_ENV, VISIBLE_MODULES_ENV
 
 __all__ = [
     "BACKEND_ENV",
@@ -25,10 +29,6 @@ __all__ = [
 CPU_DEVICES_ENV = "LIGHTNING_HPU_CPU_DEVICES"
 CPU_DEVICE_NAME_ENV = "LIGHTNING_HPU_CPU_DEVICE_NAME"
 LAZY_MODE_ENV = "PT_HPU_LAZY_MODE"
-#: The bridge's per-process binding: the HPU module this process opens (written by ``initialize_distributed_hpu``).
-MODULE_ID_ENV = "HLS_MODULE_ID"
-#: The HPU modules a job may use, e.g. ``2,3``; local rank ``r`` binds to the ``r``-th of them.
-VISIBLE_MODULES_ENV = "HABANA_VISIBLE_MODULES"
 
 #: Generations of Gaudi as the bridge's ``get_device_name`` reports them.
 GAUDI_GENERATIONS: tuple[str, ...] = ("GAUDI", "GAUDI2", "GAUDI3")
@@ -74,28 +74,7 @@ def lazy_mode_env_value() -> str:
     return os.environ.get(LAZY_MODE_ENV, "")
 
 
-def visible_modules(installed: int) -> list[int]:
-    """The module ids this job may use: ``HABANA_VISIBLE_MODULES``, or all ``installed`` modules when it is unset."""
-    raw = os.environ.get(VISIBLE_MODULES_ENV, "").strip()
-    if not raw:
-        return list(range(installed))
-    try:
-        modules = [int(part) for part in raw.split(",")]
-    except ValueError:
-        modules = []
-    if not modules or any(module < 0 for module in modules) or len(set(modules)) != len(modules):
-        raise StandInConfigurationError(
-            f"{VISIBLE_MODULES_ENV}={raw!r} is not a list of HPU module ids: use distinct non-negative integers"
-            f" separated by commas, e.g. {VISIBLE_MODULES_ENV}=2,3."
-        )
-    return modules
-
-
-def bound_module() -> int | None:
-    """The module ``HLS_MODULE_ID`` binds this process to, or ``None`` when it is unset."""
-    raw = os.environ.get(MODULE_ID_ENV, "").strip()
-    if not raw:
-        return None
-    if not raw.isdigit():
-        raise StandInConfigurationError(f"{MODULE_ID_ENV}={raw!r} must be an HPU module id such as 0, or unset.")
-    return int(raw)
+#: The module ids this job may use: ``HABANA_VISIBLE_MODULES``, or all ``installed`` modules when it is unset.
+visible_modules = partial(lightning_hpu_module_ids.visible_modules, error=StandInConfigurationError)
+#: The module ``HLS_MODULE_ID`` binds this process to, or ``None`` when it is unset.
+bound_module = partial(lightning_hpu_module_ids.bound_module, error=StandInConfigurationError)

@@ -27,20 +27,6 @@ if TYPE_CHECKING:
 #: Device memory (HBM) of each generation, used as the stand-in's ``Limit``.
 _HBM_BYTES = {"GAUDI": 32 * 2**30, "GAUDI2": 96 * 2**30, "GAUDI3": 128 * 2**30}
 
-#: Keys of the bridge's ``memory_stats()``.
-MEMORY_STAT_KEYS: tuple[str, ...] = (
-    "Limit",
-    "InUse",
-    "MaxInUse",
-    "NumAllocs",
-    "NumFrees",
-    "ActiveAllocs",
-    "MaxAllocSize",
-    "TotalSystemAllocs",
-    "TotalSystemFrees",
-    "TotalActiveAllocs",
-)
-
 
 def _is_are(count: int) -> str:
     """The verb agreeing with ``count`` ("only 1 is visible", "only 2 are visible")."""
@@ -196,26 +182,25 @@ class StandInRuntime:
         return self._graph_cache.last_reason if self._graph_cache is not None else None
 
     def memory_stats(self) -> dict[str, int]:
-        """The bridge's statistics of this process's HPU, from the bytes of its live ``hpu`` tensors.
+        """The bridge's statistics of this process's HPU (its keys, in its order), from the bytes of its live ``hpu``
+        tensors.
 
         The stand-in allocates every tensor on its own (there is no caching pool), so the totals of system
         allocations equal the allocations.
         """
         memory = hpu_device.memory_stats(self.current_device())
-        stats = dict.fromkeys(MEMORY_STAT_KEYS, 0)
-        stats.update(
-            Limit=_HBM_BYTES[self._device_name],
-            InUse=memory.in_use,
-            MaxInUse=memory.peak,
-            NumAllocs=memory.allocations,
-            NumFrees=memory.frees,
-            ActiveAllocs=memory.active,
-            MaxAllocSize=memory.largest_allocation,
-            TotalSystemAllocs=memory.allocations,
-            TotalSystemFrees=memory.frees,
-            TotalActiveAllocs=memory.active,
-        )
-        return stats
+        return {
+            "Limit": _HBM_BYTES[self._device_name],
+            "InUse": memory.in_use,
+            "MaxInUse": memory.peak,
+            "NumAllocs": memory.allocations,
+            "NumFrees": memory.frees,
+            "ActiveAllocs": memory.active,
+            "MaxAllocSize": memory.largest_allocation,
+            "TotalSystemAllocs": memory.allocations,
+            "TotalSystemFrees": memory.frees,
+            "TotalActiveAllocs": memory.active,
+        }
 
     def reset_peak_memory_stats(self) -> None:
         hpu_device.reset_peak_memory_stats(self.current_device())

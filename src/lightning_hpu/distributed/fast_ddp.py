@@ -12,9 +12,11 @@ from typing import Any
 
 import torch
 from torch.optim import Optimizer
+from typing_extensions import override
 
 from lightning_hpu.distributed.flat_gradients import OptimizerGradients, all_reduce_gradients_, check_reduce_dtype
 from lightning_hpu.distributed.hccl import with_gaudi_ddp_defaults
+from lightning_hpu.distributed.strategy_methods import StrategyMethods
 
 
 def ddp_arguments(
@@ -74,3 +76,27 @@ def register_parallel_names(strategy_cls: type, strategy_registry: Any) -> None:
     strategy_registry.register("hpu_ddp", strategy_cls, description=description)
     fast = f"{strategy_cls.__name__}: one fused gradient all-reduce per step"
     strategy_registry.register("hpu_fast_ddp", strategy_cls, description=fast, fast_ddp=True)
+
+
+class FastDDPHooks(StrategyMethods):
+    """What both ``HPUParallelStrategy`` classes (Trainer and Fabric) keep of their options, the fast-DDP gradient
+    buffers they release at teardown, and the names they register. Mix it in first."""
+
+    strategy_name = "hpu_parallel"
+
+    def _keep_options(self, fast_ddp: bool, reduce_dtype: torch.dtype | None, pipeline_forward_backward: bool) -> None:
+        """Keep the HPU options (once Lightning's ``__init__`` has run) and make the fast-DDP gradient buffers."""
+        self.fast_ddp = fast_ddp
+        self.reduce_dtype = reduce_dtype
+        self.pipeline_forward_backward = pipeline_forward_backward
+        self._fast_gradients = FastDDPGradients(reduce_dtype)
+
+    @override
+    def teardown(self) -> None:
+        self._fast_gradients.clear()
+        super().teardown()
+
+    @classmethod
+    @override
+    def register_strategies(cls, strategy_registry: Any) -> None:
+        register_parallel_names(cls, strategy_registry)

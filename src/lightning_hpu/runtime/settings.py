@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 
+import lightning_hpu_module_ids
 from lightning_hpu.runtime.base import HPUConfigurationError
+from lightning_hpu_module_ids import MODULE_ID_ENV as MODULE_ID_ENV  # re-exported: other modules read them from here
+from lightning_hpu_module_ids import VISIBLE_MODULES_ENV as VISIBLE_MODULES_ENV
 
 BACKEND_ENV = "LIGHTNING_HPU_BACKEND"
 #: The CPU stand-in's settings (read by the stand-in; named in messages and the env report).
@@ -41,37 +44,14 @@ def lazy_mode_from_env() -> bool:
     return bool(value) and value != "0"
 
 
-#: The bridge's per-process binding: the HPU module this process opens (written by ``initialize_distributed_hpu``).
-MODULE_ID_ENV = "HLS_MODULE_ID"
-#: The HPU modules a job may use, e.g. ``2,3``; local rank ``r`` binds to the ``r``-th of them.
-VISIBLE_MODULES_ENV = "HABANA_VISIBLE_MODULES"
-
-
 def visible_modules(installed: int) -> list[int]:
-    """The module ids this job may use: ``HABANA_VISIBLE_MODULES``, or all ``installed`` modules when it is unset."""
-    raw = os.environ.get(VISIBLE_MODULES_ENV, "").strip()
-    if not raw:
-        return list(range(installed))
-    try:
-        modules = [int(part) for part in raw.split(",")]
-    except ValueError:
-        modules = []
-    if not modules or any(module < 0 for module in modules) or len(set(modules)) != len(modules):
-        raise HPUConfigurationError(
-            f"{VISIBLE_MODULES_ENV}={raw!r} is not a list of HPU module ids: use distinct non-negative integers"
-            f" separated by commas, e.g. {VISIBLE_MODULES_ENV}=2,3."
-        )
-    return modules
+    """The module ids this job may use (:func:`lightning_hpu_module_ids.visible_modules`, shared with the stand-in)."""
+    return lightning_hpu_module_ids.visible_modules(installed, HPUConfigurationError)
 
 
 def bound_module() -> int | None:
     """The module ``HLS_MODULE_ID`` binds this process to, or ``None`` when it is unset."""
-    raw = os.environ.get(MODULE_ID_ENV, "").strip()
-    if not raw:
-        return None
-    if not raw.isdigit():
-        raise HPUConfigurationError(f"{MODULE_ID_ENV}={raw!r} must be an HPU module id such as 0, or unset.")
-    return int(raw)
+    return lightning_hpu_module_ids.bound_module(HPUConfigurationError)
 
 
 def lazy_mode_env_value() -> str:

@@ -130,7 +130,16 @@ class FabricHPUStrategyHooks(Strategy):
 class FabricFusedClipHooks(Strategy):
     """Fabric strategy mixin for data-parallel and single-device strategies (whose gradients are whole on each
     device): ``fabric.clip_gradients(max_norm=...)`` uses the device's fused clip when the precision plugin's
-    ``fused_clip_norm`` is on and the norm is the 2-norm."""
+    ``fused_clip_norm`` is on and the norm is the 2-norm. Both clips first let the strategy complete the gradients
+    (:meth:`_complete_gradients`: fast DDP averages them there)."""
+
+    def _complete_gradients(self, optimizer: Optimizer) -> None:
+        """Make ``optimizer``'s gradients whole before they are clipped (nothing to do by default)."""
+
+    @override
+    def clip_gradients_value(self, module: Module, optimizer: Optimizer, clip_val: float | int) -> None:
+        self._complete_gradients(optimizer)
+        super().clip_gradients_value(module, optimizer, clip_val)
 
     @override
     def clip_gradients_norm(
@@ -141,6 +150,7 @@ class FabricFusedClipHooks(Strategy):
         norm_type: float | int = 2.0,
         error_if_nonfinite: bool = True,
     ) -> Tensor:
+        self._complete_gradients(optimizer)
         if not getattr(self.precision, "fused_clip_norm", False) or float(norm_type) != 2.0:
             return super().clip_gradients_norm(module, optimizer, max_norm, norm_type, error_if_nonfinite)
         self.precision.unscale_gradients(optimizer)

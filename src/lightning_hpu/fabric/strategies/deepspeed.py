@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
     class _DeepSpeedMethods(StrategyMethods):
         _process_group_backend: str | None
+        config: dict[str, Any] | None
 
         def _get_process_group_backend(self) -> str: ...
         def _init_deepspeed_distributed(self) -> None: ...
@@ -51,9 +52,17 @@ class HPUDeepSpeedHooks(_DeepSpeedMethods):
     process starts, and HCCL prepared before DeepSpeed makes its process group. Mix it in before
     ``DeepSpeedStrategy``."""
 
+    _requested_devices: int | None
+
     def validate_for_device(self) -> None:
         """Refuse what the HPU cannot run, and warn where the Intel Gaudi software lists a limitation."""
         raise NotImplementedError
+
+    def _check_for_device(self, precision: str, inference_config: dict[str, Any], owner: str) -> None:
+        """:func:`check_deepspeed_for_device` on this strategy's config and devices (``owner``: whose messages)."""
+        assert self.config is not None
+        devices = len(self.parallel_devices or [])
+        check_deepspeed_for_device(self.config, precision, self._requested_devices, devices, inference_config, owner)
 
     @override
     def _configure_launcher(self) -> None:
@@ -96,15 +105,7 @@ class HPUDeepSpeedStrategy(FabricHPUStrategyHooks, FabricHCCLCollectiveOps, HPUD
     @override
     def validate_for_device(self) -> None:
         """Refuse what the HPU cannot run (the Trainer side's rules)."""
-        assert self.config is not None
-        check_deepspeed_for_device(
-            self.config,
-            str(self.precision.precision),
-            self._requested_devices,
-            len(self.parallel_devices or []),
-            inference_config={},
-            owner="Fabric",
-        )
+        self._check_for_device(str(self.precision.precision), inference_config={}, owner="Fabric")
 
     @override
     def setup_environment(self) -> None:

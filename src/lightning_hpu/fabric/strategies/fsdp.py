@@ -14,7 +14,6 @@ from typing import Any
 
 from lightning.fabric.strategies import FSDPStrategy, ParallelStrategy
 from lightning.fabric.strategies.fsdp import _is_sharded_checkpoint
-from lightning.fabric.strategies.registry import _StrategyRegistry
 from lightning.fabric.utilities.types import _PATH
 from torch.nn import Module
 from torch.optim import Optimizer
@@ -31,6 +30,7 @@ class HPUFSDPHooks(StrategyMethods):
     """What both ``HPUFSDPStrategy`` classes (Trainer and Fabric) add to Lightning's: the checks before launch, the
     precision plugin the connector gives, and FSDP's wrapping arguments. Mix it in before ``FSDPStrategy``."""
 
+    strategy_name = "hpu_fsdp"
     #: This side's HPU FSDP precision plugin class.
     precision_type: type[Any]
     sharding_strategy: Any
@@ -53,6 +53,11 @@ class HPUFSDPHooks(StrategyMethods):
         """The keyword arguments for FSDP the strategy was given (each side's Lightning keeps them under its name)."""
         raise NotImplementedError
 
+    @classmethod
+    @override
+    def register_strategies(cls, strategy_registry: Any) -> None:
+        sharding.register_fsdp_names(cls, strategy_registry)
+
     def _wrap_kwargs(self) -> dict[str, Any]:
         """What FSDP wraps the model with: the strategy's settings and the keyword arguments it was given."""
         return {
@@ -65,8 +70,6 @@ class HPUFSDPHooks(StrategyMethods):
 
 class HPUFSDPStrategy(FabricHPUStrategyHooks, FabricHCCLCollectiveOps, HCCLProcessGroup, HPUFSDPHooks, FSDPStrategy):
     """Fabric FSDP over HCCL (``strategy="hpu_fsdp"``; ``"fsdp"`` maps here on HPU). Arguments as Lightning's."""
-
-    strategy_name = "hpu_fsdp"
 
     precision_type = HPUFSDPPrecision
     #: Only an :class:`HPUFSDPPrecision` (``"32-true"`` until one is set): FSDP's mixed precision is the plugin's.
@@ -120,8 +123,3 @@ class HPUFSDPStrategy(FabricHPUStrategyHooks, FabricHCCLCollectiveOps, HCCLProce
         if isinstance(state, dict) and _is_sharded_checkpoint(source):
             return fsdp_state.load_fabric_sharded_state(source, state, strict=strict)
         return super().load_checkpoint(source, state, strict=strict, weights_only=weights_only)
-
-    @classmethod
-    @override
-    def register_strategies(cls, strategy_registry: _StrategyRegistry) -> None:
-        sharding.register_fsdp_names(cls, strategy_registry)

@@ -12,7 +12,6 @@ import torch
 from lightning.fabric.accelerators import Accelerator
 from lightning.fabric.plugins import CheckpointIO, ClusterEnvironment, Precision
 from lightning.fabric.plugins.collectives.torch_collective import default_pg_timeout
-from lightning.fabric.strategies.registry import _StrategyRegistry
 from lightning.fabric.strategies.strategy import _BackwardSyncControl
 from lightning.fabric.utilities.types import Optimizable
 from torch import Tensor
@@ -21,7 +20,7 @@ from torch.optim import Optimizer
 from typing_extensions import override
 
 from lightning_hpu.distributed.collectives import broadcast_module_states_
-from lightning_hpu.distributed.fast_ddp import FastDDPGradients, ddp_arguments, register_parallel_names
+from lightning_hpu.distributed.fast_ddp import FastDDPHooks, ddp_arguments
 from lightning_hpu.distributed.start_methods import check_start_method
 from lightning_hpu.fabric.strategies.base import FabricFusedClipHooks, FabricHPUStrategyHooks
 from lightning_hpu.fabric.strategies.hccl import FabricHCCLCollectivesHooks
@@ -46,7 +45,7 @@ class _FastDDPBackwardSyncControl(_BackwardSyncControl):
             self.blocked = False
 
 
-class HPUParallelStrategy(FabricHPUStrategyHooks, FabricFusedClipHooks, FabricHCCLCollectivesHooks):
+class HPUParallelStrategy(FastDDPHooks, FabricHPUStrategyHooks, FabricFusedClipHooks, FabricHCCLCollectivesHooks):
     """Fabric strategy for several HPUs and nodes: DDP over HCCL (``strategy="hpu_parallel"`` or ``"hpu_ddp"``).
 
     ``**kwargs`` go to ``DistributedDataParallel`` (``bucket_cap_mb``, ``gradient_as_bucket_view``,
@@ -63,8 +62,6 @@ class HPUParallelStrategy(FabricHPUStrategyHooks, FabricFusedClipHooks, FabricHC
             the result is cast back), as for the Trainer's strategy. ``None``: the gradients' own dtype.
         pipeline_forward_backward: also mark a step between forward and backward (at ``fabric.backward``).
     """
-
-    strategy_name = "hpu_parallel"
 
     def __init__(
         self,
@@ -94,13 +91,10 @@ class HPUParallelStrategy(FabricHPUStrategyHooks, FabricFusedClipHooks, FabricHC
             start_method=start_method,  # type: ignore[arg-type]  # checked above
             **ddp_kwargs,
         )
-        self.fast_ddp = fast_ddp
-        self.pipeline_forward_backward = pipeline_forward_backward
-        self.reduce_dtype = reduce_dtype
+        self._keep_options(fast_ddp, reduce_dtype, pipeline_forward_backward)
         self._fast_sync = _FastDDPBackwardSyncControl()
         if fast_ddp:
             self._backward_sync_control = self._fast_sync
-        self._fast_gradients = FastDDPGradients(reduce_dtype)
 
     @override
     def setup_module(self, module: Module) -> Module:  # type: ignore[override]  # fast DDP does not wrap in DDP
@@ -108,11 +102,6 @@ class HPUParallelStrategy(FabricHPUStrategyHooks, FabricFusedClipHooks, FabricHC
             return super().setup_module(module)
         broadcast_module_states_(module, src=0)
         return module
-
-    @override
-    def teardown(self) -> None:
-        self._fast_gradients.clear()
-        super().teardown()
 
     @override
     def backward(self, tensor: Tensor, module: Module | None, *args: Any, **kwargs: Any) -> None:
@@ -125,32 +114,14 @@ class HPUParallelStrategy(FabricHPUStrategyHooks, FabricFusedClipHooks, FabricHC
             self._fast_gradients.reduce(optimizer)
 
     @override
-    def clip_gradients_norm(
-        self,
-        module: Module,
-        optimizer: Optimizer,
-        max_norm: float | int,
-        norm_type: float | int = 2.0,
-        error_if_nonfinite: bool = True,
-    ) -> Tensor:
+    def _complete_gradients(self, optimizer: Optimizer) -> None:
         self.reduce_gradients(optimizer)
-        return super().clip_gradients_norm(module, optimizer, max_norm, norm_type, error_if_nonfinite)
-
-    @override
-    def clip_gradients_value(self, module: Module, optimizer: Optimizer, clip_val: float | int) -> None:
-        self.reduce_gradients(optimizer)
-        super().clip_gradients_value(module, optimizer, clip_val)
 
     @override
     def optimizer_step(self, optimizer: Optimizable, **kwargs: Any) -> Any:
         if isinstance(optimizer, Optimizer):
             self.reduce_gradients(optimizer)
         return super().optimizer_step(optimizer, **kwargs)
-
-    @classmethod
-    @override
-    def register_strategies(cls, strategy_registry: _StrategyRegistry) -> None:
-        register_parallel_names(cls, strategy_registry)
 
 
 #: lightning-habana's name for the same class (docs/guide/coming-from-lightning-habana.md).

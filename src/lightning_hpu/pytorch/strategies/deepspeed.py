@@ -30,7 +30,6 @@ from torch.optim import Optimizer
 from typing_extensions import override
 
 from lightning_hpu.distributed.deepspeed_config import (
-    check_deepspeed_for_device,
     hpu_deepspeed_devices,
     inference_dtype,
     initialize_engine,
@@ -95,15 +94,7 @@ class HPUDeepSpeedStrategy(HPUStrategyHooks, HCCLCollectiveOps, HPUDeepSpeedHook
     @override
     def validate_for_device(self) -> None:
         """Refuse what the HPU cannot run, and warn where the Intel Gaudi software lists a limitation."""
-        assert self.config is not None
-        check_deepspeed_for_device(
-            self.config,
-            str(self.precision_plugin.precision),
-            self._requested_devices,
-            len(self.parallel_devices or []),
-            self.inference_config,
-            owner="Trainer",
-        )
+        self._check_for_device(str(self.precision_plugin.precision), self.inference_config, owner="Trainer")
 
     # --- what Lightning's strategy assumes about CUDA -------------------------------------------
     @override

@@ -9,7 +9,6 @@ from typing import Any
 
 import torch
 from lightning.fabric.strategies.fsdp import _is_sharded_checkpoint
-from lightning.fabric.strategies.registry import _StrategyRegistry
 from lightning.fabric.utilities.load import _METADATA_FILENAME
 from lightning.fabric.utilities.seed import reset_seed
 from lightning.fabric.utilities.types import _PATH
@@ -43,8 +42,6 @@ class HPUFSDPStrategy(HPUStrategyHooks, HCCLCollectiveOps, HPUFSDPHooks, FSDPStr
     * eager mode only (``PT_HPU_LAZY_MODE`` unset or ``0``): Intel runs FSDP on Gaudi eagerly;
     * ``sharding_strategy="HYBRID_SHARD"`` on one node runs as ``FULL_SHARD`` (with a warning), as in torch.
     """
-
-    strategy_name = "hpu_fsdp"
 
     precision_type = HPUFSDPPrecisionPlugin
     #: Only an :class:`HPUFSDPPrecisionPlugin` (``"32-true"`` until one is set): FSDP's mixed precision is the plugin's.
@@ -121,8 +118,3 @@ class HPUFSDPStrategy(HPUStrategyHooks, HCCLCollectiveOps, HPUFSDPHooks, FSDPStr
     @override
     def load_model_state_dict(self, checkpoint: Mapping[str, Any], strict: bool = True) -> None:
         pass  # loaded in ``load_checkpoint``
-
-    @classmethod
-    @override
-    def register_strategies(cls, strategy_registry: _StrategyRegistry) -> None:
-        sharding.register_fsdp_names(cls, strategy_registry)

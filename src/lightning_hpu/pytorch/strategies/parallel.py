@@ -9,7 +9,6 @@ from typing import Any
 import torch
 from lightning.fabric.plugins import CheckpointIO, ClusterEnvironment
 from lightning.fabric.plugins.collectives.torch_collective import default_pg_timeout
-from lightning.fabric.strategies.registry import _StrategyRegistry
 from lightning.pytorch.accelerators.accelerator import Accelerator
 from lightning.pytorch.overrides.distributed import _register_ddp_comm_hook
 from lightning.pytorch.plugins.precision import Precision
@@ -19,14 +18,14 @@ from torch.optim import Optimizer
 from typing_extensions import override
 
 from lightning_hpu.distributed.collectives import broadcast_module_states_
-from lightning_hpu.distributed.fast_ddp import FastDDPGradients, ddp_arguments, register_parallel_names
+from lightning_hpu.distributed.fast_ddp import FastDDPHooks, ddp_arguments
 from lightning_hpu.distributed.start_methods import check_start_method
 from lightning_hpu.pytorch.strategies.base import HPUStrategyHooks
 from lightning_hpu.pytorch.strategies.hccl import HCCLCollectivesHooks
 from lightning_hpu.pytorch.strategies.last_batch import LastBatch, LastBatchHooks, check_last_batch
 
 
-class HPUParallelStrategy(HPUStrategyHooks, LastBatchHooks, HCCLCollectivesHooks):
+class HPUParallelStrategy(FastDDPHooks, HPUStrategyHooks, LastBatchHooks, HCCLCollectivesHooks):
     """One process per HPU, on one or several nodes (``strategy="hpu_parallel"`` or ``"hpu_ddp"``).
 
     The Trainer picks it for ``accelerator="hpu"`` with ``devices>1`` or ``num_nodes>1``. Gradients are averaged
@@ -59,8 +58,6 @@ class HPUParallelStrategy(HPUStrategyHooks, LastBatchHooks, HCCLCollectivesHooks
             ``static_graph``, ``find_unused_parameters`` (``False`` by default; ``True`` costs a graph traversal
             each step). A value you pass wins over the HPU default.
     """
-
-    strategy_name = "hpu_parallel"
 
     def __init__(
         self,
@@ -105,10 +102,7 @@ class HPUParallelStrategy(HPUStrategyHooks, LastBatchHooks, HCCLCollectivesHooks
             start_method=start_method,  # type: ignore[arg-type]  # checked above
             **kwargs,
         )
-        self.fast_ddp = fast_ddp
-        self.reduce_dtype = reduce_dtype
-        self._fast_gradients = FastDDPGradients(reduce_dtype)
-        self.pipeline_forward_backward = pipeline_forward_backward
+        self._keep_options(fast_ddp, reduce_dtype, pipeline_forward_backward)
 
     @override
     def configure_ddp(self) -> None:
@@ -149,13 +143,3 @@ class HPUParallelStrategy(HPUStrategyHooks, LastBatchHooks, HCCLCollectivesHooks
             return output
 
         return closure_then_reduce
-
-    @override
-    def teardown(self) -> None:
-        self._fast_gradients.clear()
-        super().teardown()
-
-    @classmethod
-    @override
-    def register_strategies(cls, strategy_registry: _StrategyRegistry) -> None:
-        register_parallel_names(cls, strategy_registry)

@@ -4,7 +4,7 @@
 The Habana runtime reads these variables itself. lightning_hpu reads them too, to choose each process's HPU before
 the bridge opens one (the bridge has no API that tells), and the CPU stand-in reads them as the bridge does. Neither
 package may import the other, so the parser sits below both, with nothing but the standard library. A malformed value
-raises the class the caller passes (``error``), with a sentence naming the variable and the fix.
+raises the class the caller passes (``error``: each package its own), with a sentence naming the variable and the fix.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ MODULE_ID_ENV = "HLS_MODULE_ID"
 VISIBLE_MODULES_ENV = "HABANA_VISIBLE_MODULES"
 
 
-def visible_modules(installed: int, error: type[Exception] = ValueError) -> list[int]:
+def visible_modules(installed: int, error: type[Exception]) -> list[int]:
     """The module ids this job may use: ``HABANA_VISIBLE_MODULES``, or all ``installed`` modules when it is unset."""
     raw = os.environ.get(VISIBLE_MODULES_ENV, "").strip()
     if not raw:
@@ -36,7 +36,7 @@ def visible_modules(installed: int, error: type[Exception] = ValueError) -> list
     return modules
 
 
-def bound_module(error: type[Exception] = ValueError) -> int | None:
+def bound_module(error: type[Exception]) -> int | None:
     """The module ``HLS_MODULE_ID`` binds this process to, or ``None`` when it is unset."""
     raw = os.environ.get(MODULE_ID_ENV, "").strip()
     if not raw:

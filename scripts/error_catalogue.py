@@ -17,7 +17,6 @@ user reads it, so that searching for the words of a message finds it:
 
 from __future__ import annotations
 
-import argparse
 import ast
 import itertools
 import re
@@ -29,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "lightning_hpu"
 PAGE = ROOT / "docs" / "guide" / "_errors.md"
+CHECK_HELP = "exit 1 if the page is not what the code raises"
 #: Top-level modules lightning_hpu shares with the CPU stand-in, and the class lightning_hpu has their errors raised as
 #: (they raise the class their caller passes as ``error``).
 SHARED_MODULES = {ROOT / "src" / "lightning_hpu_module_ids.py": "HPUConfigurationError"}
@@ -341,18 +341,9 @@ def render(errors: list[RaisedError]) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if the page is not what the code raises")
-    arguments = parser.parse_args()
-    text = render(collect())
-    if arguments.check:
-        if not PAGE.exists() or PAGE.read_text() != text:
-            print(f"{PAGE.relative_to(ROOT)} is out of date: run python scripts/error_catalogue.py", file=sys.stderr)
-            return 1
-        return 0
-    PAGE.write_text(text)
-    print(f"wrote {PAGE.relative_to(ROOT)}")
-    return 0
+    from generated_page import write_or_check  # a sibling when run as a script (tests load this file by its path)
+
+    return write_or_check(__doc__.splitlines()[0], PAGE, lambda: render(collect()), CHECK_HELP)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,6 @@ page its first line (what it shows), its first paragraph after that, and its com
 
 from __future__ import annotations
 
-import argparse
 import ast
 import sys
 from pathlib import Path
@@ -63,18 +62,9 @@ def render() -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if the page is not what the examples say")
-    arguments = parser.parse_args()
-    text = render()
-    if arguments.check:
-        if not PAGE.exists() or PAGE.read_text() != text:
-            print(f"{PAGE.relative_to(ROOT)} is out of date: run python scripts/examples_gallery.py", file=sys.stderr)
-            return 1
-        return 0
-    PAGE.write_text(text)
-    print(f"wrote {PAGE.relative_to(ROOT)}")
-    return 0
+    from generated_page import write_or_check  # a sibling: this file runs as a script
+
+    return write_or_check(__doc__.splitlines()[0], PAGE, render, "exit 1 if the page is not what the examples say")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,15 @@ from lightning_hpu.distributed.context_parallel import gradient_mesh
 from lightning_hpu.distributed.ulysses import ContextParallelAttention
 from lightning_hpu.fabric.plugins.precision import HPUPrecision
 from lightning_hpu.fp8 import fp8_finish_measurement, fp8_measure, fp8_quantize
-from lightning_hpu.hpu_graphs import HPUGraph, ModuleCacher, make_graphed_callables, wrap_in_hpu_graph
+from lightning_hpu.hpu_graphs import (
+    GraphedCallablesOptions,
+    HPUGraph,
+    InferenceGraphOptions,
+    ModuleCacher,
+    ModuleCacherOptions,
+    make_graphed_callables,
+    wrap_in_hpu_graph,
+)
 from lightning_hpu.integration.registration import register_all
 from lightning_hpu.optimum import FiniteMean, GaudiConfig
 from lightning_hpu.pytorch.accelerator import HPUAccelerator
@@ -84,6 +92,7 @@ __all__ = [
     "ContextParallelAttention",
     "FiniteMean",
     "GaudiConfig",
+    "GraphedCallablesOptions",
     "HPUAccelerator",
     "HPUAsyncCheckpointIO",
     "HPUCheckpointIO",
@@ -109,8 +118,10 @@ __all__ = [
     "HPUProfiler",
     "HPURecompileMonitor",
     "HPUThroughputMonitor",
+    "InferenceGraphOptions",
     "LengthGroupedBatchSampler",
     "ModuleCacher",
+    "ModuleCacherOptions",
     "RecipeCache",
     "SingleHPUStrategy",
     "UntestedVersionWarning",

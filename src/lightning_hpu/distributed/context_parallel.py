@@ -200,6 +200,11 @@ class ContextParallelMixin(StrategyMethods):
     _tensor_parallel_size: Any
     _device_mesh: Any
 
+    def __init__(self, *args: Any, context_parallel_size: int = 1, **kwargs: Any) -> None:
+        """Lightning's ``ModelParallelStrategy`` arguments as Lightning takes them, and ``context_parallel_size``."""
+        super().__init__(*args, **kwargs)
+        self._context_parallel_size = context_parallel_size
+
     @override
     def _configure_launcher(self) -> None:
         # The connector calls this once the devices are known, before any process starts.

@@ -7,6 +7,7 @@ optimizer step the gradients are averaged with one pre-scaled all-reduce per dty
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,6 +17,7 @@ from typing_extensions import override
 
 from lightning_hpu.distributed.flat_gradients import OptimizerGradients, all_reduce_gradients_, check_reduce_dtype
 from lightning_hpu.distributed.hccl import with_gaudi_ddp_defaults
+from lightning_hpu.distributed.start_methods import check_start_method
 from lightning_hpu.distributed.strategy_methods import StrategyMethods
 
 
@@ -84,8 +86,31 @@ class FastDDPHooks(StrategyMethods):
 
     strategy_name = "hpu_parallel"
 
-    def _keep_options(self, fast_ddp: bool, reduce_dtype: torch.dtype | None, pipeline_forward_backward: bool) -> None:
-        """Keep the HPU options (once Lightning's ``__init__`` has run) and make the fast-DDP gradient buffers."""
+    #: The Trainer's ``DDPStrategy`` arguments that only the ``DistributedDataParallel`` wrapper uses.
+    _WRAPPER_ONLY = ("ddp_comm_hook", "ddp_comm_wrapper", "model_averaging_period")
+
+    def __init__(
+        self,
+        *args: Any,
+        fast_ddp: bool = False,
+        reduce_dtype: torch.dtype | None = None,
+        start_method: str = "popen",
+        pipeline_forward_backward: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        """Lightning's ``DDPStrategy`` takes its own arguments as given; keywords it does not name are
+        ``DistributedDataParallel``'s, checked against the fast-DDP options first."""
+        check_start_method(start_method, type(self).__name__)
+        lightning_names = {
+            name
+            for name, parameter in inspect.signature(super().__init__).parameters.items()
+            if parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
+        }
+        own = {name: value for name, value in kwargs.items() if name in lightning_names}
+        wrapper_only = {name: own[name] for name in self._WRAPPER_ONLY if name in own}
+        ddp_kwargs = {name: value for name, value in kwargs.items() if name not in lightning_names}
+        kwargs = {**own, **ddp_arguments(fast_ddp, reduce_dtype, ddp_kwargs, wrapper_only)}
+        super().__init__(*args, start_method=start_method, **kwargs)
         self.fast_ddp = fast_ddp
         self.reduce_dtype = reduce_dtype
         self.pipeline_forward_backward = pipeline_forward_backward

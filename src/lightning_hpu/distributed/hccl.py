@@ -16,8 +16,10 @@ from typing import Any, Protocol
 
 from lightning.fabric.plugins import ClusterEnvironment
 from lightning.fabric.utilities.distributed import _init_dist_connection
+from typing_extensions import override
 
 from lightning_hpu.distributed import collectives, elastic
+from lightning_hpu.distributed.strategy_methods import StrategyMethods
 from lightning_hpu.runtime import require_backend
 
 #: ``DistributedDataParallel`` arguments as optimum-habana sets them on Gaudi (``GaudiTrainingArguments``'s
@@ -70,6 +72,15 @@ def hccl_backend_name(strategy: ProcessGroupOwner) -> str:
     """
     backend = collectives.initialize_hccl(strategy.world_size, strategy.global_rank, strategy.local_rank)
     return requested_backend(strategy) or backend
+
+
+class HCCLBackendName(StrategyMethods):
+    """Mixin of the Trainer's and Fabric's ``DDPStrategy`` subclasses: the process group's backend, asked for as
+    Lightning asks (``_get_process_group_backend``, one name in both trees), once HCCL is prepared for this process."""
+
+    @override
+    def _get_process_group_backend(self) -> str:
+        return hccl_backend_name(self)
 
 
 def init_hccl_process_group(strategy: ProcessGroupOwner) -> str:

@@ -10,11 +10,15 @@ replay (its ``gaudi_standin.graphs``).
 from lightning_hpu.hpu_graphs.capture import HPUGraph, graph
 from lightning_hpu.hpu_graphs.rules import HPUGraphsUnavailableError
 from lightning_hpu.hpu_graphs.wrappers import ModuleCacher, make_graphed_callables, wrap_in_hpu_graph
+from lightning_hpu.runtime.graph_options import GraphedCallablesOptions, InferenceGraphOptions, ModuleCacherOptions
 
 __all__ = [
+    "GraphedCallablesOptions",
     "HPUGraph",
     "HPUGraphsUnavailableError",
+    "InferenceGraphOptions",
     "ModuleCacher",
+    "ModuleCacherOptions",
     "graph",
     "make_graphed_callables",
     "wrap_in_hpu_graph",

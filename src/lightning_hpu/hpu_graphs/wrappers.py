@@ -9,12 +9,19 @@ from typing import Any
 
 from torch import Tensor
 from torch.nn import Module
+from typing_extensions import Unpack
 
 from lightning_hpu.hpu_graphs.rules import (
     check_graphable_for_training,
     check_not_compiled,
     graphs_backend,
     require_differentiable,
+)
+from lightning_hpu.runtime.graph_options import (
+    GraphedCallablesOptions,
+    InferenceGraphOptions,
+    ModuleCacherOptions,
+    check_option_names,
 )
 
 
@@ -26,13 +33,7 @@ def _check_positive_int(value: Any, argument: str, allow_none: bool = False) -> 
 
 
 def make_graphed_callables(
-    callables: Any,
-    sample_args: tuple[Any, ...],
-    warmups: int = 0,
-    allow_unused_input: bool = False,
-    asynchronous: bool = False,
-    disable_tensor_cache: bool = False,
-    dry_run: bool = False,
+    callables: Any, sample_args: tuple[Any, ...], **options: Unpack[GraphedCallablesOptions]
 ) -> Any:
     """Graph the forward and backward of a module or function (or a tuple of them, in the order they run).
 
@@ -41,8 +42,11 @@ def make_graphed_callables(
     graph's static tensors: the next call overwrites them. As the bridge's ``autograd.grad`` path, it refuses a
     callable with no input or parameter that requires grad (checked here, before any work), no output that
     requires grad or an input that does not reach the outputs (unless ``allow_unused_input``), and, with
-    ``warmups > 0``, any output that does not require grad.
+    ``warmups > 0``, any output that does not require grad. ``options`` are the bridge's
+    (:class:`~lightning_hpu.GraphedCallablesOptions`): ``warmups=0``,
+    ``allow_unused_input=False``, ``asynchronous=False``, ``disable_tensor_cache=False``, ``dry_run=False``.
     """
+    check_option_names(options, GraphedCallablesOptions, "make_graphed_callables")
     backend = graphs_backend()
     several = isinstance(callables, tuple)
     funcs = callables if several else (callables,)
@@ -61,17 +65,10 @@ def make_graphed_callables(
                 " wrap a single tensor as `(x,)`."
             )
         require_differentiable(func, args, name)
+    warmups = options.get("warmups", 0)
     if isinstance(warmups, bool) or not isinstance(warmups, int) or warmups < 0:
         raise ValueError(f"`warmups` must be a non-negative integer, got {warmups!r}.")
-    return backend.make_graphed_callables(
-        callables,
-        sample_args,
-        warmups=warmups,
-        allow_unused_input=allow_unused_input,
-        asynchronous=asynchronous,
-        disable_tensor_cache=disable_tensor_cache,
-        dry_run=dry_run,
-    )
+    return backend.make_graphed_callables(callables, sample_args, **options)
 
 
 class ModuleCacher:
@@ -90,44 +87,25 @@ class ModuleCacher:
         _check_positive_int(max_graphs, "max_graphs")
         self.max_graphs = max_graphs
 
-    def __call__(
-        self,
-        model: Module,
-        use_lfu: bool = False,
-        inplace: bool = True,
-        allow_unused_input: bool = False,
-        asynchronous: bool = False,
-        have_grad_accumulation: bool = False,
-        log_frequency: int = 100,
-        verbose: bool = False,
-        disable_tensor_cache: bool = False,
-        dry_run: bool = False,
-    ) -> Module:
+    def __call__(self, model: Module, **options: Unpack[ModuleCacherOptions]) -> Module:
+        """Patch ``model`` (or, with ``inplace=False``, a copy) and return it.
+
+        ``options`` are the bridge's (:class:`~lightning_hpu.ModuleCacherOptions`):
+        ``use_lfu=False``, ``inplace=True``, ``allow_unused_input=False``, ``asynchronous=False``,
+        ``have_grad_accumulation=False``, ``log_frequency=100``, ``verbose=False``, ``disable_tensor_cache=False``,
+        ``dry_run=False``.
+        """
         if not isinstance(model, Module):
             raise TypeError(f"`model` must be a torch.nn.Module, got {type(model).__name__}.")
-        _check_positive_int(log_frequency, "log_frequency")
+        check_option_names(options, ModuleCacherOptions, "ModuleCacher()")
+        _check_positive_int(options.get("log_frequency", 100), "log_frequency")
         check_graphable_for_training(model, "model")
         cacher = graphs_backend().module_cacher(self.max_graphs)
-        return cacher(
-            model,
-            use_lfu=use_lfu,
-            inplace=inplace,
-            allow_unused_input=allow_unused_input,
-            asynchronous=asynchronous,
-            have_grad_accumulation=have_grad_accumulation,
-            log_frequency=log_frequency,
-            verbose=verbose,
-            disable_tensor_cache=disable_tensor_cache,
-            dry_run=dry_run,
-        )
+        return cacher(model, **options)
 
 
 def wrap_in_hpu_graph(
-    module: Module,
-    asynchronous: bool = False,
-    disable_tensor_cache: bool = False,
-    dry_run: bool | None = None,
-    max_graphs: int | None = None,
+    module: Module, *, dry_run: bool | None = None, **options: Unpack[InferenceGraphOptions]
 ) -> Module:
     """Capture ``module.forward`` once per input shape and replay it afterwards (inference).
 
@@ -135,19 +113,17 @@ def wrap_in_hpu_graph(
     call's input tensors and replay, returning the same output tensors (clone what you keep). With ``max_graphs``
     set, a full cache never evicts: new shapes run uncached (eagerly), known shapes keep replaying. The key has no
     dtype: the same shapes in another dtype replay the first graph, inputs cast into its buffers. Forward keyword
-    ``bypass_hpu_graphs=True`` runs eagerly; ``module.clear_cache()`` drops the graphs.
+    ``bypass_hpu_graphs=True`` runs eagerly; ``module.clear_cache()`` drops the graphs. ``dry_run=None``: a dry
+    run when the tensor cache is disabled. ``options`` are the bridge's
+    (:class:`~lightning_hpu.InferenceGraphOptions`): ``asynchronous=False``,
+    ``disable_tensor_cache=False``, ``max_graphs=None``.
     """
     if not isinstance(module, Module):
         raise TypeError(f"`module` must be a torch.nn.Module, got {type(module).__name__}.")
-    _check_positive_int(max_graphs, "max_graphs", allow_none=True)
+    check_option_names(options, InferenceGraphOptions, "wrap_in_hpu_graph")
+    _check_positive_int(options.get("max_graphs"), "max_graphs", allow_none=True)
     check_not_compiled(module, "module")
-    return graphs_backend().wrap_in_hpu_graph(
-        module,
-        asynchronous=asynchronous,
-        disable_tensor_cache=disable_tensor_cache,
-        dry_run=dry_run,
-        max_graphs=max_graphs,
-    )
+    return graphs_backend().wrap_in_hpu_graph(module, dry_run=dry_run, **options)
 
 
 __all__ = ["ModuleCacher", "make_graphed_callables", "wrap_in_hpu_graph"]

@@ -17,6 +17,9 @@ from typing import Any, Protocol
 import torch
 from torch.distributed import ReduceOp
 from torch.optim import Optimizer
+from typing_extensions import Unpack
+
+from lightning_hpu.runtime.graph_options import GraphedCallablesOptions, InferenceGraphOptions
 
 #: Generations of Gaudi as reported by the bridge's ``get_device_name``.
 GAUDI_GENERATIONS: tuple[str, ...] = ("GAUDI", "GAUDI2", "GAUDI3")
@@ -249,14 +252,7 @@ class HPUBackend(ABC):
 
     @abstractmethod
     def make_graphed_callables(
-        self,
-        callables: Any,
-        sample_args: tuple[Any, ...],
-        warmups: int = 0,
-        allow_unused_input: bool = False,
-        asynchronous: bool = False,
-        disable_tensor_cache: bool = False,
-        dry_run: bool = False,
+        self, callables: Any, sample_args: tuple[Any, ...], **options: Unpack[GraphedCallablesOptions]
     ) -> Any:
         """Graph forward and backward of each callable."""
 
@@ -266,14 +262,12 @@ class HPUBackend(ABC):
 
     @abstractmethod
     def wrap_in_hpu_graph(
-        self,
-        module: torch.nn.Module,
-        asynchronous: bool = False,
-        disable_tensor_cache: bool = False,
-        dry_run: bool | None = None,
-        max_graphs: int | None = None,
+        self, module: torch.nn.Module, *, dry_run: bool | None = None, **options: Unpack[InferenceGraphOptions]
     ) -> torch.nn.Module:
-        """Patch ``module.forward`` to capture and replay an inference graph per input shape."""
+        """Patch ``module.forward`` to capture and replay an inference graph per input shape.
+
+        ``dry_run=None`` lets the bridge choose: a dry run when the tensor cache is disabled.
+        """
 
     # --- graph compilations (read by HPURecompileMonitor) ---------------------------------------
     def watch_graph_compilations(self, enabled: bool) -> None:  # noqa: B027 (optional hook, no-op by default)

@@ -20,6 +20,7 @@ import habana_frameworks.torch.core as htcore
 import habana_frameworks.torch.hpu as hthpu
 import torch
 from torch.optim import Optimizer
+from typing_extensions import Unpack
 
 from lightning_hpu.runtime.base import (
     MEMORY_STAT_KEYS,
@@ -28,6 +29,7 @@ from lightning_hpu.runtime.base import (
     HPUConfigurationError,
     HPUFeatureUnavailableError,
 )
+from lightning_hpu.runtime.graph_options import GraphedCallablesOptions, InferenceGraphOptions
 
 if TYPE_CHECKING:
     from habana_frameworks.torch.hpex.normalization import FusedClipNorm
@@ -233,44 +235,19 @@ class BridgeBackend(HPUBackend):
         return hthpu.graph(graph, stream=stream, dry_run=dry_run)
 
     def make_graphed_callables(
-        self,
-        callables: Any,
-        sample_args: tuple[Any, ...],
-        warmups: int = 0,
-        allow_unused_input: bool = False,
-        asynchronous: bool = False,
-        disable_tensor_cache: bool = False,
-        dry_run: bool = False,
+        self, callables: Any, sample_args: tuple[Any, ...], **options: Unpack[GraphedCallablesOptions]
     ) -> Any:
-        return hthpu.make_graphed_callables(
-            callables,
-            sample_args,
-            warmups=warmups,
-            allow_unused_input=allow_unused_input,
-            asynchronous=asynchronous,
-            disable_tensor_cache=disable_tensor_cache,
-            dry_run=dry_run,
-        )
+        return hthpu.make_graphed_callables(callables, sample_args, **options)
 
     def module_cacher(self, max_graphs: int) -> Callable[..., torch.nn.Module]:
         return hthpu.ModuleCacher(max_graphs=max_graphs)
 
     def wrap_in_hpu_graph(
-        self,
-        module: torch.nn.Module,
-        asynchronous: bool = False,
-        disable_tensor_cache: bool = False,
-        dry_run: bool | None = None,
-        max_graphs: int | None = None,
+        self, module: torch.nn.Module, *, dry_run: bool | None = None, **options: Unpack[InferenceGraphOptions]
     ) -> torch.nn.Module:
         # ``dry_run=None`` lets newer bridges choose (dry run when the tensor cache is disabled); 1.19 wants a bool.
-        return hthpu.wrap_in_hpu_graph(
-            module,
-            asynchronous=asynchronous,
-            disable_tensor_cache=disable_tensor_cache,
-            dry_run=disable_tensor_cache if dry_run is None else dry_run,
-            max_graphs=max_graphs,
-        )
+        chosen = options.get("disable_tensor_cache", False) if dry_run is None else dry_run
+        return hthpu.wrap_in_hpu_graph(module, dry_run=chosen, **options)
 
 
 def _total_number(metric: Metric) -> int:

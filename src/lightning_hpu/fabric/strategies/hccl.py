@@ -19,7 +19,7 @@ from torch import Tensor
 from typing_extensions import override
 
 from lightning_hpu.distributed import collectives, hccl
-from lightning_hpu.distributed.hccl import init_hccl_process_group
+from lightning_hpu.distributed.hccl import HCCLBackendName, init_hccl_process_group
 from lightning_hpu.fabric.strategies.rank_watchdog import RankWatchdogHooks, abort_on_uncaught_exception
 
 _T = TypeVar("_T")
@@ -64,17 +64,13 @@ class FabricHCCLCollectiveOps(HCCLCollectives, ParallelStrategy):
                 abort_on_uncaught_exception(self._watchdog, self.global_rank)
 
 
-class FabricHCCLCollectivesHooks(FabricHCCLCollectiveOps, DDPStrategy):
+class FabricHCCLCollectivesHooks(FabricHCCLCollectiveOps, HCCLBackendName, DDPStrategy):
     """Fabric mixin: HCCL process group and HCCL-safe collectives for a Fabric ``DDPStrategy`` subclass."""
 
     @override
     def _setup_distributed(self) -> None:
         self._set_world_ranks()
         self._process_group_backend = init_hccl_process_group(self)
-
-    @override
-    def _get_process_group_backend(self) -> str:
-        return hccl.hccl_backend_name(self)
 
     @override
     def _determine_ddp_device_ids(self) -> list[int] | None:

@@ -5,13 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from datetime import timedelta
 from typing import Any
 
-import torch
-from lightning.fabric.accelerators import Accelerator
-from lightning.fabric.plugins import CheckpointIO, ClusterEnvironment, Precision
-from lightning.fabric.plugins.collectives.torch_collective import default_pg_timeout
 from lightning.fabric.strategies.strategy import _BackwardSyncControl
 from lightning.fabric.utilities.types import Optimizable
 from torch import Tensor
@@ -20,8 +15,7 @@ from torch.optim import Optimizer
 from typing_extensions import override
 
 from lightning_hpu.distributed.collectives import broadcast_module_states_
-from lightning_hpu.distributed.fast_ddp import FastDDPHooks, ddp_arguments
-from lightning_hpu.distributed.start_methods import check_start_method
+from lightning_hpu.distributed.fast_ddp import FastDDPHooks
 from lightning_hpu.fabric.strategies.base import FabricFusedClipHooks, FabricHPUStrategyHooks
 from lightning_hpu.fabric.strategies.hccl import FabricHCCLCollectivesHooks
 
@@ -48,7 +42,9 @@ class _FastDDPBackwardSyncControl(_BackwardSyncControl):
 class HPUParallelStrategy(FastDDPHooks, FabricHPUStrategyHooks, FabricFusedClipHooks, FabricHCCLCollectivesHooks):
     """Fabric strategy for several HPUs and nodes: DDP over HCCL (``strategy="hpu_parallel"`` or ``"hpu_ddp"``).
 
-    ``**kwargs`` go to ``DistributedDataParallel`` (``bucket_cap_mb``, ``gradient_as_bucket_view``,
+    Lightning's ``DDPStrategy`` arguments (``accelerator``, ``parallel_devices``, ``cluster_environment``,
+    ``checkpoint_io``, ``precision``, ``process_group_backend``, ``timeout``) are taken as Lightning takes them; other
+    keywords go to ``DistributedDataParallel`` (``bucket_cap_mb``, ``gradient_as_bucket_view``,
     ``static_graph``, ``find_unused_parameters``), with the same Gaudi defaults as the Trainer's
     :class:`lightning_hpu.HPUParallelStrategy` (``bucket_cap_mb=230``, ``gradient_as_bucket_view=True``);
     ``start_method`` is ``"popen"`` or ``"spawn"``.
@@ -63,37 +59,10 @@ class HPUParallelStrategy(FastDDPHooks, FabricHPUStrategyHooks, FabricFusedClipH
         pipeline_forward_backward: also mark a step between forward and backward (at ``fabric.backward``).
     """
 
-    def __init__(
-        self,
-        accelerator: Accelerator | None = None,
-        parallel_devices: list[torch.device] | None = None,
-        cluster_environment: ClusterEnvironment | None = None,
-        checkpoint_io: CheckpointIO | None = None,
-        precision: Precision | None = None,
-        process_group_backend: str | None = None,
-        timeout: timedelta | None = default_pg_timeout,
-        fast_ddp: bool = False,
-        reduce_dtype: torch.dtype | None = None,
-        start_method: str = "popen",
-        pipeline_forward_backward: bool = False,
-        **kwargs: Any,
-    ) -> None:
-        check_start_method(start_method, type(self).__name__)
-        ddp_kwargs = ddp_arguments(fast_ddp, reduce_dtype, kwargs)
-        super().__init__(
-            accelerator=accelerator,
-            parallel_devices=parallel_devices,
-            cluster_environment=cluster_environment,
-            checkpoint_io=checkpoint_io,
-            precision=precision,
-            process_group_backend=process_group_backend,
-            timeout=timeout,
-            start_method=start_method,  # type: ignore[arg-type]  # checked above
-            **ddp_kwargs,
-        )
-        self._keep_options(fast_ddp, reduce_dtype, pipeline_forward_backward)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self._fast_sync = _FastDDPBackwardSyncControl()
-        if fast_ddp:
+        if self.fast_ddp:
             self._backward_sync_control = self._fast_sync
 
     @override

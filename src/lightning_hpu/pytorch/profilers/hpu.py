@@ -68,41 +68,26 @@ class HPUProfiler(PyTorchProfiler):
         evaluation_steps: the same for validation and test steps (``profiling_warmup_steps_eval``,
             ``profiling_steps_eval``). Neither can be combined with ``schedule``. One torch profiler records both
             kinds, so the two windows must not overlap: let the training window end before the first validation.
-        **profiler_kwargs: Keyword arguments for :class:`torch.profiler.profile` (``schedule``, ``activities``,
-            ``record_shapes``, ``profile_memory``, ``with_stack``, ...).
+        **kwargs: the rest of Lightning's ``PyTorchProfiler`` arguments above (keywords only), then keyword
+            arguments for :class:`torch.profiler.profile` (``schedule``, ``activities``, ``record_shapes``,
+            ``profile_memory``, ``with_stack``, ...).
     """
 
     def __init__(
         self,
         dirpath: str | Path | None = None,
         filename: str | None = None,
-        group_by_input_shapes: bool = False,
-        export_to_chrome: bool = True,
-        row_limit: int = 20,
-        sort_by_key: str | None = None,
-        record_module_names: bool = True,
-        table_kwargs: dict[str, Any] | None = None,
+        *,
         training_steps: tuple[int, int] | None = None,
         evaluation_steps: tuple[int, int] | None = None,
-        **profiler_kwargs: Any,
+        **kwargs: Any,
     ) -> None:
-        schedule_given = "schedule" in profiler_kwargs
-        emit_nvtx = profiler_kwargs.pop("emit_nvtx", False)
+        schedule_given = "schedule" in kwargs
+        emit_nvtx = kwargs.pop("emit_nvtx", False)
         #: The activities the user asked for, or ``None`` to choose them from the accelerator when profiling starts.
-        self._requested_activities: list[Any] | None = profiler_kwargs.get("activities")
+        self._requested_activities: list[Any] | None = kwargs.get("activities")
         self._schedule_replaced = False
-        super().__init__(
-            dirpath=dirpath,
-            filename=filename,
-            group_by_input_shapes=group_by_input_shapes,
-            emit_nvtx=False,
-            export_to_chrome=export_to_chrome,
-            row_limit=row_limit,
-            sort_by_key=sort_by_key,
-            record_module_names=record_module_names,
-            table_kwargs=table_kwargs,
-            **profiler_kwargs,
-        )
+        super().__init__(dirpath, filename, emit_nvtx=False, **kwargs)
         # Checked once Lightning's attributes exist (its ``__del__`` needs them), before anything is recorded.
         self._stage_schedules = stage_schedules(
             training_steps=check_steps("training_steps", training_steps),

@@ -20,8 +20,13 @@ from lightning.pytorch.strategies.launchers import _MultiProcessingLauncher, _Su
 from torch import Tensor
 from typing_extensions import override
 
-from lightning_hpu.distributed import collectives, hccl
-from lightning_hpu.distributed.hccl import GAUDI_DDP_DEFAULTS, init_hccl_process_group, with_gaudi_ddp_defaults
+from lightning_hpu.distributed import collectives
+from lightning_hpu.distributed.hccl import (
+    GAUDI_DDP_DEFAULTS,
+    HCCLBackendName,
+    init_hccl_process_group,
+    with_gaudi_ddp_defaults,
+)
 from lightning_hpu.distributed.rank_watchdog import report_abort
 from lightning_hpu.fabric.strategies.hccl import HCCLCollectives
 from lightning_hpu.pytorch.strategies.sigterm import SigtermAgreement
@@ -98,7 +103,7 @@ class HCCLCollectiveOps(HCCLCollectives, SigtermAgreement, ParallelStrategy):
         super().teardown()
 
 
-class HCCLCollectivesHooks(HCCLCollectiveOps, DDPStrategy):
+class HCCLCollectivesHooks(HCCLCollectiveOps, HCCLBackendName, DDPStrategy):
     """Trainer mixin: HCCL process group and HCCL-safe collectives for a ``DDPStrategy`` subclass."""
 
     @override
@@ -106,10 +111,6 @@ class HCCLCollectivesHooks(HCCLCollectiveOps, DDPStrategy):
         reset_seed()
         self.set_world_ranks()
         self._process_group_backend = init_hccl_process_group(self)
-
-    @override
-    def _get_process_group_backend(self) -> str:
-        return hccl.hccl_backend_name(self)
 
     @override
     def determine_ddp_device_ids(self) -> list[int] | None:

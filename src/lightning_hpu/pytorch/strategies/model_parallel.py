@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import timedelta
-from typing import Any, Literal
+from typing import Any
 
 import lightning.pytorch as pl
-from lightning.fabric.plugins.collectives.torch_collective import default_pg_timeout
 from lightning.fabric.strategies.registry import _StrategyRegistry
 from lightning.fabric.utilities.seed import reset_seed
 from lightning.pytorch.strategies import ModelParallelStrategy
@@ -47,20 +45,6 @@ class HPUModelParallelStrategy(HPUStrategyHooks, HCCLCollectiveOps, ContextParal
     """
 
     strategy_name = "hpu_model_parallel"
-
-    def __init__(
-        self,
-        data_parallel_size: Literal["auto"] | int = "auto",
-        tensor_parallel_size: Literal["auto"] | int = "auto",
-        save_distributed_checkpoint: bool = True,
-        process_group_backend: str | None = None,
-        timeout: timedelta | None = default_pg_timeout,
-        context_parallel_size: int = 1,
-    ) -> None:
-        super().__init__(
-            data_parallel_size, tensor_parallel_size, save_distributed_checkpoint, process_group_backend, timeout
-        )
-        self._context_parallel_size = context_parallel_size
 
     @staticmethod
     def hpu_precision(precision: str) -> HPUModelParallelPrecisionPlugin:

@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
-import torch
-from lightning.fabric.plugins import CheckpointIO, ClusterEnvironment
-from lightning.fabric.plugins.collectives.torch_collective import default_pg_timeout
-from lightning.pytorch.accelerators.accelerator import Accelerator
 from lightning.pytorch.overrides.distributed import _register_ddp_comm_hook
-from lightning.pytorch.plugins.precision import Precision
 from torch.nn import Module
 from torch.nn.parallel import DistributedDataParallel
 from torch.optim import Optimizer
 from typing_extensions import override
 
 from lightning_hpu.distributed.collectives import broadcast_module_states_
-from lightning_hpu.distributed.fast_ddp import FastDDPHooks, ddp_arguments
-from lightning_hpu.distributed.start_methods import check_start_method
+from lightning_hpu.distributed.fast_ddp import FastDDPHooks
 from lightning_hpu.pytorch.strategies.base import HPUStrategyHooks
 from lightning_hpu.pytorch.strategies.hccl import HCCLCollectivesHooks
 from lightning_hpu.pytorch.strategies.last_batch import LastBatch, LastBatchHooks, check_last_batch
@@ -33,6 +26,8 @@ class HPUParallelStrategy(FastDDPHooks, HPUStrategyHooks, LastBatchHooks, HCCLCo
     all-reduce per optimizer step.
 
     Args:
+        accelerator, parallel_devices, cluster_environment, checkpoint_io, precision_plugin: as Lightning's
+            ``DDPStrategy`` (every argument of it is taken as Lightning takes it, by position too).
         ddp_comm_state, ddp_comm_hook, ddp_comm_wrapper: a DDP communication hook (for example
             ``torch.distributed.algorithms.ddp_comm_hooks.default_hooks.bf16_compress_hook``), registered on HPU too.
         model_averaging_period: period of post-local-SGD model averaging (with a ``PostLocalSGDState``).
@@ -52,57 +47,16 @@ class HPUParallelStrategy(FastDDPHooks, HPUStrategyHooks, LastBatchHooks, HCCLCo
         start_method: ``"popen"`` (re-run the script once per HPU) or ``"spawn"`` (Python processes that import the
             main module; needs a ``__main__`` guard and picklable arguments). ``"fork"`` and ``"forkserver"`` are
             refused: a forked child cannot use the parent's Habana runtime.
-        **kwargs: passed to ``DistributedDataParallel``: ``bucket_cap_mb`` (230 by default on HPU, as
-            optimum-habana sets it: larger buckets mean fewer all-reduces), ``gradient_as_bucket_view`` (``True``
-            by default on HPU: gradients are views into the buckets, fewer device copies, less memory),
-            ``static_graph``, ``find_unused_parameters`` (``False`` by default; ``True`` costs a graph traversal
-            each step). A value you pass wins over the HPU default.
+        **kwargs: the keywords Lightning's ``DDPStrategy`` does not name go to ``DistributedDataParallel``:
+            ``bucket_cap_mb`` (230 by default on HPU, as optimum-habana sets it: larger buckets mean fewer
+            all-reduces), ``gradient_as_bucket_view`` (``True`` by default on HPU: gradients are views into the
+            buckets, fewer device copies, less memory), ``static_graph``, ``find_unused_parameters`` (``False`` by
+            default; ``True`` costs a graph traversal each step). A value you pass wins over the HPU default.
     """
 
-    def __init__(
-        self,
-        accelerator: Accelerator | None = None,
-        parallel_devices: list[torch.device] | None = None,
-        cluster_environment: ClusterEnvironment | None = None,
-        checkpoint_io: CheckpointIO | None = None,
-        precision_plugin: Precision | None = None,
-        ddp_comm_state: object | None = None,
-        ddp_comm_hook: Callable[..., Any] | None = None,
-        ddp_comm_wrapper: Callable[..., Any] | None = None,
-        model_averaging_period: int | None = None,
-        process_group_backend: str | None = None,
-        timeout: timedelta | None = default_pg_timeout,
-        fast_ddp: bool = False,
-        reduce_dtype: torch.dtype | None = None,
-        pipeline_forward_backward: bool = False,
-        last_batch: LastBatch = "warn",
-        start_method: str = "popen",
-        **kwargs: Any,
-    ) -> None:
-        check_start_method(start_method, type(self).__name__)
+    def __init__(self, *args: Any, last_batch: LastBatch = "warn", **kwargs: Any) -> None:
         self.last_batch = check_last_batch(last_batch)
-        wrapper_only = {
-            "ddp_comm_hook": ddp_comm_hook,
-            "ddp_comm_wrapper": ddp_comm_wrapper,
-            "model_averaging_period": model_averaging_period,
-        }
-        kwargs = ddp_arguments(fast_ddp, reduce_dtype, kwargs, wrapper_only)
-        super().__init__(
-            accelerator=accelerator,
-            parallel_devices=parallel_devices,
-            cluster_environment=cluster_environment,
-            checkpoint_io=checkpoint_io,
-            precision_plugin=precision_plugin,
-            ddp_comm_state=ddp_comm_state,
-            ddp_comm_hook=ddp_comm_hook,
-            ddp_comm_wrapper=ddp_comm_wrapper,
-            model_averaging_period=model_averaging_period,
-            process_group_backend=process_group_backend,
-            timeout=timeout,
-            start_method=start_method,  # type: ignore[arg-type]  # checked above
-            **kwargs,
-        )
-        self._keep_options(fast_ddp, reduce_dtype, pipeline_forward_backward)
+        super().__init__(*args, **kwargs)
 
     @override
     def configure_ddp(self) -> None:

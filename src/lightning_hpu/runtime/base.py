@@ -20,6 +20,7 @@ from torch.optim import Optimizer
 from typing_extensions import Unpack
 
 from lightning_hpu.runtime.graph_options import GraphedCallablesOptions, InferenceGraphOptions
+from lightning_hpu.runtime.optimizer_settings import AdamWSettings, SGDSettings
 
 #: Generations of Gaudi as reported by the bridge's ``get_device_name``.
 GAUDI_GENERATIONS: tuple[str, ...] = ("GAUDI", "GAUDI2", "GAUDI3")
@@ -198,28 +199,11 @@ class HPUBackend(ABC):
 
     # --- fused optimizers, clipping, fp8 engine ----------------------------------------------
     @abstractmethod
-    def fused_adamw(
-        self,
-        params: Iterable[Any],
-        *,
-        lr: float,
-        betas: tuple[float, float],
-        eps: float,
-        weight_decay: float,
-    ) -> Optimizer:
+    def fused_adamw(self, params: Iterable[Any], **settings: Unpack[AdamWSettings]) -> Optimizer:
         """AdamW with every hyperparameter given (Habana's ``FusedAdamW`` on a Gaudi)."""
 
     @abstractmethod
-    def fused_sgd(
-        self,
-        params: Iterable[Any],
-        *,
-        lr: float,
-        momentum: float,
-        weight_decay: float,
-        dampening: float,
-        nesterov: bool,
-    ) -> Optimizer:
+    def fused_sgd(self, params: Iterable[Any], **settings: Unpack[SGDSettings]) -> Optimizer:
         """SGD with every hyperparameter given (Habana's ``FusedSGD`` on a Gaudi)."""
 
     @abstractmethod

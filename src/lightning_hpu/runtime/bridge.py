@@ -30,6 +30,7 @@ from lightning_hpu.runtime.base import (
     HPUFeatureUnavailableError,
 )
 from lightning_hpu.runtime.graph_options import GraphedCallablesOptions, InferenceGraphOptions
+from lightning_hpu.runtime.optimizer_settings import AdamWSettings, SGDSettings
 
 if TYPE_CHECKING:
     from habana_frameworks.torch.hpex.normalization import FusedClipNorm
@@ -127,34 +128,15 @@ class BridgeBackend(HPUBackend):
         # Registers the "hccl" c10d backend and binds HLS_MODULE_ID to this local rank.
         initialize_distributed_hpu(world_size=world_size, rank=rank, local_rank=local_rank)
 
-    def fused_adamw(
-        self,
-        params: Iterable[Any],
-        *,
-        lr: float,
-        betas: tuple[float, float],
-        eps: float,
-        weight_decay: float,
-    ) -> Optimizer:
+    def fused_adamw(self, params: Iterable[Any], **settings: Unpack[AdamWSettings]) -> Optimizer:
         from habana_frameworks.torch.hpex.optimizers import FusedAdamW
 
-        return FusedAdamW(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+        return FusedAdamW(params, **settings)
 
-    def fused_sgd(
-        self,
-        params: Iterable[Any],
-        *,
-        lr: float,
-        momentum: float,
-        weight_decay: float,
-        dampening: float,
-        nesterov: bool,
-    ) -> Optimizer:
+    def fused_sgd(self, params: Iterable[Any], **settings: Unpack[SGDSettings]) -> Optimizer:
         from habana_frameworks.torch.hpex.optimizers import FusedSGD
 
-        return FusedSGD(
-            params, lr=lr, momentum=momentum, weight_decay=weight_decay, dampening=dampening, nesterov=nesterov
-        )
+        return FusedSGD(params, **settings)
 
     def clip_grad_norm(self, parameters: Iterable[torch.Tensor], max_norm: float) -> torch.Tensor:
         from habana_frameworks.torch.hpex.normalization import FusedClipNorm

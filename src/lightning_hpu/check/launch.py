@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from lightning_hpu.check.rows import Row, parse_row
-from lightning_hpu.distributed.rank_watchdog import LAUNCHER_PID_ENV
+from lightning_hpu.runtime.settings import LAUNCHER_PID_ENV
 
 WORKER_MODULE = "lightning_hpu.pytorch.check.worker"
 #: Lines of a worker's other output kept for a failure's detail.

@@ -43,6 +43,8 @@ from lightning.fabric.plugins.environments import LightningEnvironment
 from lightning.fabric.utilities.distributed import _distributed_is_initialized
 from lightning.fabric.utilities.rank_zero import rank_zero_warn
 
+from lightning_hpu.runtime.settings import LAUNCHER_PID_ENV
+
 _T = TypeVar("_T")
 
 #: Exit status of a rank stopped because another rank of its job failed.
@@ -51,9 +53,6 @@ ABORTED_EXIT_CODE = 1
 #: How long a rank whose collective timed out (or lost its peers) may take to exit after its error: its process group
 #: may still hold collectives that would each wait out the timeout again while the interpreter shuts down.
 BROKEN_JOB_EXIT_GRACE_S = 15
-
-#: Set by a process that starts ranks with Lightning's launcher: its pid, which those ranks follow.
-LAUNCHER_PID_ENV = "LIGHTNING_HPU_LAUNCHER_PID"
 
 _PR_SET_PDEATHSIG = 1
 

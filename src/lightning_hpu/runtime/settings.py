@@ -14,6 +14,9 @@ BACKEND_ENV = "LIGHTNING_HPU_BACKEND"
 CPU_DEVICES_ENV = "LIGHTNING_HPU_CPU_DEVICES"
 CPU_DEVICE_NAME_ENV = "LIGHTNING_HPU_CPU_DEVICE_NAME"
 LAZY_MODE_ENV = "PT_HPU_LAZY_MODE"
+#: Set by a process that starts ranks with Lightning's launcher: its pid, which those ranks follow (the rank
+#: watchdog of :mod:`lightning_hpu.distributed.rank_watchdog`).
+LAUNCHER_PID_ENV = "LIGHTNING_HPU_LAUNCHER_PID"
 #: Where the CPU stand-in builds and keeps its device library (read by the stand-in; listed by the env report).
 EXTENSIONS_DIR_ENV = "LIGHTNING_HPU_EXTENSIONS_DIR"
 

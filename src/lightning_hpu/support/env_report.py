@@ -20,7 +20,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lightning_hpu.distributed import rank_watchdog
 from lightning_hpu.runtime import (
     HPUConfigurationError,
     HPUFeatureUnavailableError,
@@ -226,7 +225,7 @@ def _set_variables(environ: dict[str, str], prefixes: Iterable[str]) -> list[tup
 OWN_VARIABLES = (settings.BACKEND_ENV, settings.CPU_DEVICES_ENV, settings.CPU_DEVICE_NAME_ENV)
 #: Other ``LIGHTNING_HPU_*`` names that are not mistakes: where the stand-in's device library is built, the launcher
 #: pid the package gives the ranks it starts, and the test suite's settings (docs/guide/development.md).
-OTHER_KNOWN_VARIABLES = (settings.EXTENSIONS_DIR_ENV, rank_watchdog.LAUNCHER_PID_ENV)
+OTHER_KNOWN_VARIABLES = (settings.EXTENSIONS_DIR_ENV, settings.LAUNCHER_PID_ENV)
 TEST_SUITE_PREFIX = "LIGHTNING_HPU_TEST_"
 
 

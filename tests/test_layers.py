@@ -237,9 +237,14 @@ TRAINER_LAYERS = (
 
 
 def defined_classes(path: Path) -> set[str]:
-    """The classes ``path`` defines, named as either side would: without a ``Fabric`` prefix or ``Plugin`` suffix."""
-    names = {node.name for node in ast.parse(path.read_text()).body if isinstance(node, ast.ClassDef)}
-    return {name.removeprefix("Fabric").removesuffix("Plugin") for name in names}
+    """The classes ``path`` defines or serves (a module whose class lives below both trees names it in ``__all__``),
+    named as either side would: without a ``Fabric`` prefix or ``Plugin`` suffix."""
+    body = ast.parse(path.read_text()).body
+    names = {node.name for node in body if isinstance(node, ast.ClassDef)}
+    for node in body:
+        if isinstance(node, ast.Assign) and any(getattr(target, "id", None) == "__all__" for target in node.targets):
+            names |= {element.value for element in ast.walk(node.value) if isinstance(element, ast.Constant)}
+    return {name.removeprefix("Fabric").removesuffix("Plugin") for name in names if name[:1].isupper()}
 
 
 def lightning_trainer_has(relative: Path) -> bool:
@@ -272,6 +277,20 @@ def test_the_trainer_tree_mirrors_the_fabric_tree() -> None:
         if not (TRAINER_TREE / path.relative_to(FABRIC_TREE)).is_file()
     ]
     assert not missing, "\n".join(missing)
+
+
+def test_the_two_trees_stand_side_by_side() -> None:
+    """Neither tree imports the other: what both build on (Fabric's accelerator and precision plugin, the strategy
+    mixins, the checkpoint IO) is below them, so each reads on its own."""
+    crossing = [
+        f"{module_name(path)} imports {imported}"
+        for tree, other in ((TRAINER_TREE, "lightning_hpu.fabric"), (FABRIC_TREE, "lightning_hpu.pytorch"))
+        for path in own_modules(tree)
+        for imported in imported_modules(path)
+        if _is_under(imported, (other,))
+    ]
+    assert not crossing, "\n".join(crossing)
+    assert own_modules(TRAINER_TREE) and own_modules(FABRIC_TREE), "the trees are not where the check expects them"
 
 
 def test_only_the_trainer_layers_import_lightning_pytorch() -> None:

@@ -88,11 +88,12 @@ def test_every_lightning_package_knows_hpu_without_importing_lightning_hpu(tmp_p
         "lightning_hpu.standalone.pytorch.strategies.single",
     ]
     assert seen["pytorch_lightning_auto"] == "lightning_hpu.standalone.pytorch.accelerator"
+    # Fabric's accelerator and precision plugin live below both trees (the Trainer's extend them).
     assert seen["lightning_fabric"] == [
-        "lightning_hpu.standalone.fabric.accelerator",
-        "lightning_hpu.standalone.fabric.plugins.precision",
+        "lightning_hpu.standalone.device.accelerator",
+        "lightning_hpu.standalone.precision.hpu_precision",
     ]
-    assert seen["lightning_fabric_auto"] == "lightning_hpu.standalone.fabric.accelerator"
+    assert seen["lightning_fabric_auto"] == "lightning_hpu.standalone.device.accelerator"
     assert seen["refused"] == [
         "`Trainer(strategy=HPUParallelStrategy(...))` is a class of lightning, but this Trainer is"
         " pytorch_lightning/lightning_fabric's, whose classes it cannot use: import both from"
@@ -125,7 +126,7 @@ def test_importing_a_standalone_module_before_lightning_still_registers(tmp_path
     seen = _last_json(_python(STANDALONE_FIRST, _env(LIGHTNING_HPU_BACKEND="cpu"), tmp_path))
     assert seen == {
         "pytorch_lightning": "lightning_hpu.standalone.pytorch.accelerator",
-        "lightning_fabric": "lightning_hpu.standalone.fabric.accelerator",
+        "lightning_fabric": "lightning_hpu.standalone.device.accelerator",
     }
 
 

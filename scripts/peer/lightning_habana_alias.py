@@ -30,7 +30,7 @@ PRIVATE: dict[str, dict[str, Any]] = {
         "_HPU_DEEPSPEED_AVAILABLE": lambda: importlib.util.find_spec("deepspeed") is not None,
     },
     "lightning_hpu.pytorch.plugins.precision": {
-        "_PRECISION_INPUT": "lightning_hpu.fabric.plugins.precision:HPUPrecisionInput",
+        "_PRECISION_INPUT": "lightning_hpu.precision.hpu_precision:HPUPrecisionInput",
     },
 }
 

@@ -18,8 +18,8 @@ launcher provides: rank 0's, or ``torchrun``'s agent's) from a daemon thread of 
   :data:`ABORTED_EXIT_CODE`) wherever its main thread is, stalled in Python or blocked in a collective.
 
 Processes that Lightning's launcher starts are also tied to the process that started them
-(:func:`follow_launcher`): they get ``SIGKILL`` when it exits, however it exits. The Trainer and Fabric strategy
-mixins (``strategies/rank_watchdog.py`` of each) start the watchdog and tell it what the rank does.
+(:func:`follow_launcher`): they get ``SIGKILL`` when it exits, however it exits. The strategy mixin both trees share
+(:mod:`lightning_hpu.distributed.rank_watchdog_hooks`) starts the watchdog and tells it what the rank does.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from lightning.pytorch.accelerators import AcceleratorRegistry
 from lightning.pytorch.strategies import StrategyRegistry
 
 from lightning_hpu.fabric.accelerator import HPUAccelerator as FabricHPUAccelerator
-from lightning_hpu.fabric.plugins.precision import PRECISION_ALIASES, HPUPrecisionInput, unsupported_precision
+from lightning_hpu.precision.hpu_precision import PRECISION_ALIASES, HPUPrecisionInput, unsupported_precision
 from lightning_hpu.runtime import HPUConfigurationError, hpu_available
 from lightning_hpu.support.suggestions import closest_name, hpu_names
 

@@ -24,10 +24,10 @@ from lightning.pytorch.strategies import DDPStrategy, DeepSpeedStrategy, FSDPStr
 from lightning_hpu.distributed.start_methods import HPU_START_METHODS
 from lightning_hpu.fabric import strategies as fabric_strategies
 from lightning_hpu.fabric.accelerator import HPUAccelerator
-from lightning_hpu.fabric.plugins.deepspeed_precision import FP8DeepSpeedPrecisionHooks
-from lightning_hpu.fabric.plugins.fsdp_precision import HPUFSDPPrecisionMixin
 from lightning_hpu.fabric.plugins.precision import HPUPrecision
 from lightning_hpu.integration import strategy_arguments
+from lightning_hpu.precision.deepspeed import FP8DeepSpeedPrecisionHooks
+from lightning_hpu.precision.fsdp import HPUFSDPPrecisionMixin
 from lightning_hpu.pytorch.strategies.deepspeed import HPUDeepSpeedStrategy
 from lightning_hpu.pytorch.strategies.fsdp import HPUFSDPStrategy
 from lightning_hpu.pytorch.strategies.model_parallel import HPUModelParallelStrategy

@@ -8,7 +8,7 @@ from lightning.fabric.utilities.types import _DEVICE
 from lightning.pytorch.accelerators.accelerator import Accelerator
 from typing_extensions import override
 
-from lightning_hpu.fabric.accelerator import HPUAccelerator as FabricHPUAccelerator
+from lightning_hpu.device.accelerator import HPUAccelerator as FabricHPUAccelerator
 from lightning_hpu.runtime import require_backend
 
 

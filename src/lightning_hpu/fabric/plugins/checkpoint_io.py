@@ -1,47 +1,6 @@
-"""Checkpoint IO for HPU: host copies of every tensor, written atomically, no temporary files left behind."""
+"""Fabric's checkpoint IO on HPU: :class:`~lightning_hpu.HPUCheckpointIO`, the one class both trees use (it lives
+below both, in :mod:`lightning_hpu.checkpoint.io`, as Lightning's ``CheckpointIO`` is Fabric's for the Trainer too)."""
 
-from __future__ import annotations
+from lightning_hpu.checkpoint.io import HPUCheckpointIO
 
-import os
-from collections.abc import Callable
-from typing import Any
-
-from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
-from lightning.fabric.utilities.cloud_io import _atomic_save, _is_local_file_protocol, get_filesystem
-from lightning.fabric.utilities.types import _PATH
-from typing_extensions import override
-
-from lightning_hpu.checkpoint.files import to_host, write_atomically
-
-
-class HPUCheckpointIO(TorchCheckpointIO):
-    """Saves host (CPU) copies of device tensors atomically; loads onto the CPU by default.
-
-    Local saves go through :func:`write_atomically`: the last good checkpoint survives a crash or a kill mid-save,
-    and the temporary file a killed save left is removed by the next save to that directory.
-    """
-
-    @override
-    def save_checkpoint(self, checkpoint: dict[str, Any], path: _PATH, storage_options: Any | None = None) -> None:
-        if storage_options is not None:
-            raise TypeError(
-                f"`storage_options` is not supported by {type(self).__name__}; drop the argument or pass a custom"
-                " CheckpointIO plugin that understands it."
-            )
-        host_checkpoint = to_host(checkpoint)
-        if _is_local_file_protocol(path):
-            write_atomically(host_checkpoint, path)
-        else:
-            fs = get_filesystem(path)
-            fs.makedirs(os.path.dirname(str(path)), exist_ok=True)
-            _atomic_save(host_checkpoint, path)
-
-    @override
-    def load_checkpoint(
-        self,
-        path: _PATH,
-        map_location: Callable | None = lambda storage, loc: storage.cpu(),
-        weights_only: bool | None = None,
-    ) -> dict[str, Any]:
-        """Load onto the CPU unless told otherwise: the strategy moves the states onto the HPU itself."""
-        return super().load_checkpoint(path, map_location=map_location, weights_only=weights_only)
+__all__ = ["HPUCheckpointIO"]

@@ -1,89 +1,11 @@
-"""DeepSpeed precision on HPU for Fabric, and the fp8 split shared with the Trainer's plugin.
-
-DeepSpeed builds its engine from a Lightning precision name (bf16 or fp16 config); fp8 adds the Transformer
-Engine's layers and ``fp8_autocast`` on top. :func:`split_fp8_precision` turns an HPU precision name into the
-DeepSpeed precision to configure and the fp8 side (an :class:`HPUPrecision`), for Fabric and the Trainer alike.
-"""
+"""DeepSpeed precision for Lightning Fabric on HPU: Lightning's ``DeepSpeedPrecision`` with the fp8 hooks both trees
+share (:class:`~lightning_hpu.precision.deepspeed.FP8DeepSpeedPrecisionHooks`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from contextlib import AbstractContextManager
-from typing import Any
-
 from lightning.fabric.plugins.precision import DeepSpeedPrecision
-from torch.nn import Module
 
-from lightning_hpu.fabric.plugins.lightning_habana_arguments import HPU_DEVICE, check_device
-from lightning_hpu.fabric.plugins.precision import PRECISION_ALIASES, HPUPrecision
-from lightning_hpu.fp8.engine import LayerFilter
-
-#: What DeepSpeed itself runs outside the engine's fp8 layers, per fp8 precision.
-DEEPSPEED_PRECISION_OF_FP8 = {"fp8": "bf16-mixed", "fp8-float16": "16-mixed"}
-
-
-def split_fp8_precision(
-    precision: str, fp8_recipe: Any | Mapping[str, Any] | None, fp8_layer_filter: LayerFilter | None
-) -> tuple[str, HPUPrecision | None]:
-    """The DeepSpeed precision to configure for ``precision``, and the fp8 side when it is an fp8 precision."""
-    name = PRECISION_ALIASES.get(str(precision), str(precision))
-    if name in DEEPSPEED_PRECISION_OF_FP8:
-        fp8 = HPUPrecision(name, fp8_recipe=fp8_recipe, fp8_layer_filter=fp8_layer_filter)
-        return DEEPSPEED_PRECISION_OF_FP8[name], fp8
-    if fp8_recipe is not None or fp8_layer_filter is not None:
-        raise ValueError(f"`fp8_recipe` and `fp8_layer_filter` apply to precision='fp8' only, not {precision!r}.")
-    return name, None
-
-
-class FP8DeepSpeedPrecisionHooks:
-    """The fp8 side of a DeepSpeed precision, written once for Fabric and the Trainer.
-
-    Mix it in before Lightning's ``DeepSpeedPrecision`` (Fabric's or the Trainer's): the engine's layers are
-    swapped in when the module is converted, and the forward runs under ``fp8_autocast``.
-    """
-
-    fp8: HPUPrecision | None
-    precision: Any
-    device: str
-
-    def __init__(
-        self,
-        precision: str,
-        device: str = HPU_DEVICE,
-        *,
-        fp8_recipe: Any | Mapping[str, Any] | None = None,
-        fp8_layer_filter: LayerFilter | None = None,
-    ) -> None:
-        self.device = check_device(device)  # lightning-habana's argument and attribute
-        # ``precision`` is what DeepSpeed's config is built from: bf16 (or fp16) outside the fp8 layers; ``fp8`` is
-        # the fp8 side (engine, recipe, layer swap) when the precision is an fp8 one.
-        name, self.fp8 = split_fp8_precision(precision, fp8_recipe, fp8_layer_filter)
-        super().__init__(name)  # type: ignore[call-arg]
-
-    def convert_module(self, module: Module) -> Module:
-        if self.fp8 is not None:
-            module = self.fp8.convert_module(module)
-        return super().convert_module(module)  # type: ignore[misc]
-
-    def forward_context(self) -> AbstractContextManager:
-        return self.fp8.fp8_autocast() if self.fp8 is not None else super().forward_context()  # type: ignore[misc]
-
-    def convert_modules(
-        self,
-        module: Module,
-        inference: bool = False,
-        replace_layers: bool = False,
-        recipe: Any | Mapping[str, Any] | None = None,
-        quant: bool | str | Mapping[str, Any] | None = True,
-        fp8_data_path: str | None = None,
-    ) -> Module:
-        """lightning-habana's fp8 conversion (see
-        :func:`~lightning_hpu.fabric.plugins.lightning_habana_arguments.convert_modules`); fp8 only."""
-        if self.fp8 is None:
-            raise ValueError(
-                f"convert_modules() applies to precision='fp8' only, but this plugin's precision is {self.precision!r}."
-            )
-        return self.fp8.convert_modules(module, inference, replace_layers, recipe, quant, fp8_data_path)
+from lightning_hpu.precision.deepspeed import FP8DeepSpeedPrecisionHooks
 
 
 class HPUDeepSpeedPrecision(FP8DeepSpeedPrecisionHooks, DeepSpeedPrecision):

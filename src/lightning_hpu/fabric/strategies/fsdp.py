@@ -1,6 +1,7 @@
 """Fabric FSDP over HCCL; the Trainer's counterpart is :mod:`lightning_hpu.pytorch.strategies.fsdp`.
 
-Both share their code (:class:`HPUFSDPHooks`, and :mod:`lightning_hpu.distributed`'s ``sharding`` and ``fsdp_state``):
+Both share their code, below both trees (:class:`~lightning_hpu.distributed.fsdp_hooks.HPUFSDPHooks`, and
+:mod:`lightning_hpu.distributed`'s ``sharding`` and ``fsdp_state``):
 HCCL process group, eager mode only, FSDP on this process's HPU, HCCL-safe ``all_reduce``/``all_gather``/
 ``broadcast``, sharded checkpoints through ``torch.distributed.checkpoint``.
 """
@@ -20,52 +21,11 @@ from torch.optim import Optimizer
 from typing_extensions import override
 
 from lightning_hpu.distributed import fsdp_state, sharding
-from lightning_hpu.distributed.strategy_methods import StrategyMethods
+from lightning_hpu.distributed.fsdp_hooks import HPUFSDPHooks
+from lightning_hpu.distributed.strategy_parts import PrecisionOfType
 from lightning_hpu.fabric.plugins.fsdp_precision import HPUFSDPPrecision
-from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks, PrecisionOfType
+from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks
 from lightning_hpu.fabric.strategies.hccl import FabricHCCLCollectiveOps, HCCLProcessGroup
-
-
-class HPUFSDPHooks(StrategyMethods):
-    """What both ``HPUFSDPStrategy`` classes (Trainer and Fabric) add to Lightning's: the checks before launch, the
-    precision plugin the connector gives, and FSDP's wrapping arguments. Mix it in before ``FSDPStrategy``."""
-
-    strategy_name = "hpu_fsdp"
-    #: This side's HPU FSDP precision plugin class.
-    precision_type: type[Any]
-    sharding_strategy: Any
-    cpu_offload: Any
-    mixed_precision_config: Any
-
-    @classmethod
-    def hpu_precision(cls, precision: str) -> Any:
-        """The precision plugin the connector gives this strategy for ``precision=...`` on HPU."""
-        return cls.precision_type(precision)
-
-    @override
-    def _configure_launcher(self) -> None:
-        sharding.check_before_launch(
-            self.strategy_name, self.num_nodes, self.num_processes, sharding_strategy=self.sharding_strategy
-        )
-        super()._configure_launcher()
-
-    def _given_fsdp_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments for FSDP the strategy was given (each side's Lightning keeps them under its name)."""
-        raise NotImplementedError
-
-    @classmethod
-    @override
-    def register_strategies(cls, strategy_registry: Any) -> None:
-        sharding.register_fsdp_names(cls, strategy_registry)
-
-    def _wrap_kwargs(self) -> dict[str, Any]:
-        """What FSDP wraps the model with: the strategy's settings and the keyword arguments it was given."""
-        return {
-            "cpu_offload": self.cpu_offload,
-            "mixed_precision": self.mixed_precision_config,
-            "sharding_strategy": self.sharding_strategy,
-            **self._given_fsdp_kwargs(),
-        }
 
 
 class HPUFSDPStrategy(FabricHPUStrategyHooks, FabricHCCLCollectiveOps, HCCLProcessGroup, HPUFSDPHooks, FSDPStrategy):

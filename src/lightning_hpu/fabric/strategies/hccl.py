@@ -1,9 +1,10 @@
 """HCCL for the HPU strategies: the process group and collectives of :mod:`lightning_hpu.distributed.hccl`.
 
-:class:`HCCLCollectives` (HCCL-safe ``all_gather`` and ``broadcast``, the process-group backend, and the rank
-watchdog) is written once for both sides; the Trainer's mixins (:mod:`lightning_hpu.pytorch.strategies.hccl`) build on
-it as Fabric's do here: :class:`FabricHCCLCollectivesHooks` for a Fabric ``DDPStrategy`` subclass,
-:class:`FabricHCCLCollectiveOps` (collectives and rank watchdog only) for the others, and :class:`HCCLProcessGroup`
+:class:`~lightning_hpu.distributed.hccl_collectives.HCCLCollectives` (HCCL-safe ``all_gather`` and ``broadcast``,
+the process-group backend, and the rank watchdog) is written once for both sides, below both; the Trainer's mixins
+(:mod:`lightning_hpu.pytorch.strategies.hccl`) build on it as Fabric's do here: :class:`FabricHCCLCollectivesHooks`
+for a Fabric ``DDPStrategy`` subclass, :class:`FabricHCCLCollectiveOps` (collectives and rank watchdog only) for the
+others, and :class:`HCCLProcessGroup`
 for the strategies that keep Lightning's ``_setup_distributed`` (FSDP, model parallel).
 """
 
@@ -18,30 +19,12 @@ from lightning.fabric.utilities.types import ReduceOp
 from torch import Tensor
 from typing_extensions import override
 
-from lightning_hpu.distributed import collectives, hccl
+from lightning_hpu.distributed import collectives
 from lightning_hpu.distributed.hccl import HCCLBackendName, init_hccl_process_group
-from lightning_hpu.fabric.strategies.rank_watchdog import RankWatchdogHooks, abort_on_uncaught_exception
+from lightning_hpu.distributed.hccl_collectives import HCCLCollectives
+from lightning_hpu.distributed.rank_watchdog_hooks import abort_on_uncaught_exception
 
 _T = TypeVar("_T")
-
-
-class HCCLCollectives(RankWatchdogHooks):
-    """Strategy mixin (Trainer and Fabric): ``all_gather`` and ``broadcast`` with the ops and dtypes HCCL runs, the
-    process-group backend known early, and the rank watchdog (:class:`RankWatchdogHooks`), so no rank outlives a
-    failed job. Each side adds its own reduce (Fabric's ``all_reduce``, the Trainer's ``reduce``)."""
-
-    @property
-    def process_group_backend(self) -> str | None:
-        """``"hccl"`` (or the backend passed), known before the process group exists, as lightning-habana's was."""
-        return hccl.process_group_backend(self)
-
-    @override
-    def all_gather(self, tensor: Tensor, group: Any | None = None, sync_grads: bool = False) -> Tensor:
-        return collectives.all_gather(tensor, group=group, sync_grads=sync_grads)
-
-    @override
-    def broadcast(self, obj: _T, src: int = 0) -> _T:
-        return collectives.broadcast_object(obj, src=src, device=self.root_device)
 
 
 class FabricHCCLCollectiveOps(HCCLCollectives, ParallelStrategy):

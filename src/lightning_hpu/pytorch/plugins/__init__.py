@@ -1,6 +1,6 @@
 """HPU plugins: checkpoint IO and precision (also under DeepSpeed)."""
 
-from lightning_hpu.fabric.plugins.checkpoint_io import HPUCheckpointIO
+from lightning_hpu.checkpoint.io import HPUCheckpointIO
 from lightning_hpu.pytorch.plugins.async_checkpoint_io import HPUAsyncCheckpointIO
 from lightning_hpu.pytorch.plugins.deepspeed_precision import HPUDeepSpeedPrecisionPlugin
 from lightning_hpu.pytorch.plugins.fsdp_precision import HPUFSDPPrecisionPlugin

@@ -25,7 +25,7 @@ from lightning.fabric.utilities.types import _PATH
 from lightning.pytorch.plugins.io.wrapper import _WrappingCheckpointIO
 from typing_extensions import override
 
-from lightning_hpu.fabric.plugins.checkpoint_io import HPUCheckpointIO
+from lightning_hpu.checkpoint.io import HPUCheckpointIO
 
 
 def host_snapshot(obj: Any, reuse: list[torch.Tensor] | None = None) -> tuple[Any, list[torch.Tensor]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lightning.pytorch.plugins.precision import DeepSpeedPrecision
 
-from lightning_hpu.fabric.plugins.deepspeed_precision import FP8DeepSpeedPrecisionHooks
+from lightning_hpu.precision.deepspeed import FP8DeepSpeedPrecisionHooks
 
 
 class HPUDeepSpeedPrecisionPlugin(FP8DeepSpeedPrecisionHooks, DeepSpeedPrecision):

@@ -10,15 +10,15 @@ from torch.nn import Module
 from torch.optim import Optimizer
 from typing_extensions import override
 
-from lightning_hpu.fabric.plugins.fsdp_precision import HPUFSDPPrecisionMixin
-from lightning_hpu.fabric.plugins.lightning_habana_arguments import HPU_DEVICE
+from lightning_hpu.precision.fsdp import HPUFSDPPrecisionMixin
+from lightning_hpu.precision.lightning_habana_arguments import HPU_DEVICE
 from lightning_hpu.support.lightning_habana_paths import names_of
 
 
 class HPUFSDPPrecisionPlugin(HPUFSDPPrecisionMixin, FSDPPrecision):
     """Trainer precision for :class:`~lightning_hpu.HPUFSDPStrategy`; ``Trainer(precision=...)`` maps here.
 
-    See :mod:`lightning_hpu.fabric.plugins.fsdp_precision` for how each precision maps onto FSDP's mixed precision.
+    See :mod:`lightning_hpu.precision.fsdp` for how each precision maps onto FSDP's mixed precision.
     Clipping by norm (``gradient_clip_val``) uses the root FSDP module's ``clip_grad_norm_``, which sums the
     squared norms of every shard across processes before scaling, so the clip is the one a single device would do.
     """

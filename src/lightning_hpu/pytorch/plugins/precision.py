@@ -11,7 +11,7 @@ from torch.optim import Optimizer
 from typing_extensions import override
 
 from lightning_hpu.device.fused_optimizers import clip_grad_norm
-from lightning_hpu.fabric.plugins.precision import HPUPrecision
+from lightning_hpu.precision.hpu_precision import HPUPrecision
 
 
 class HPUPrecisionPlugin(Precision, HPUPrecision):

@@ -11,7 +11,7 @@ from lightning.pytorch.utilities.rank_zero import rank_zero_warn
 from torch.profiler import ProfilerAction
 from typing_extensions import override
 
-from lightning_hpu.fabric.accelerator import HPUAccelerator
+from lightning_hpu.device.accelerator import HPUAccelerator
 from lightning_hpu.profiler.environment import check_habana_profile
 from lightning_hpu.profiler.output import check_dirpath, written_traces
 from lightning_hpu.profiler.report import OperatorCost, heaviest_operators, memory_table, operator_table

@@ -1,6 +1,5 @@
 """HPU strategies for the Lightning Trainer, one module each, as for Fabric (:mod:`lightning_hpu.fabric.strategies`)."""
 
-from lightning_hpu.fabric.strategies.hccl import FabricHCCLCollectivesHooks
 from lightning_hpu.pytorch.strategies.base import HPUStrategyHooks, mark_step
 from lightning_hpu.pytorch.strategies.deepspeed import HPUDeepSpeedStrategy
 from lightning_hpu.pytorch.strategies.fsdp import HPUFSDPStrategy
@@ -12,7 +11,6 @@ from lightning_hpu.pytorch.strategies.single import SingleHPUStrategy
 from lightning_hpu.support.lightning_habana_paths import names_of
 
 __all__ = [
-    "FabricHCCLCollectivesHooks",
     "HCCLCollectivesHooks",
     "HPUDeepSpeedStrategy",
     "HPUFSDPStrategy",

@@ -1,6 +1,6 @@
 """The base mixin of every HPU Trainer strategy: step markers, HPU checkpoint IO, checks at setup.
 
-Steps are marked as for Fabric (:mod:`lightning_hpu.fabric.strategies.base`, which holds ``mark_step`` and the
+Steps are marked as for Fabric (both use :mod:`lightning_hpu.distributed.strategy_parts`: ``mark_step`` and the
 checkpoint IO default): after each backward and optimizer step, and before and after each evaluation step. With
 ``pipeline_forward_backward`` a step is also marked between forward and backward, so the device runs the forward
 while the host builds the backward (optimum-habana's ``pipelining_fwd_bwd``; it costs device memory). At setup the
@@ -25,7 +25,7 @@ from typing_extensions import override
 
 from lightning_hpu.checkpoint.files import remove_orphaned_temporary_files
 from lightning_hpu.compile.default_backend import COMPILE_KWARGS_KEY, hpu_compile_kwargs
-from lightning_hpu.fabric.strategies.base import HPUCheckpointIOAttribute, between_mark_steps, mark_step
+from lightning_hpu.distributed.strategy_parts import HPUCheckpointIOAttribute, between_mark_steps, mark_step
 
 __all__ = ["HPUStrategyHooks", "mark_step"]
 

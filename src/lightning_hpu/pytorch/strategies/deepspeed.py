@@ -38,7 +38,7 @@ from lightning_hpu.distributed.deepspeed_config import (
     register_deepspeed_presets,
     split_inference_config,
 )
-from lightning_hpu.fabric.strategies.deepspeed import HPUDeepSpeedHooks
+from lightning_hpu.distributed.deepspeed_hooks import HPUDeepSpeedHooks
 from lightning_hpu.pytorch.strategies.base import HPUStrategyHooks
 from lightning_hpu.pytorch.strategies.hccl import HCCLCollectiveOps
 from lightning_hpu.runtime import require_backend

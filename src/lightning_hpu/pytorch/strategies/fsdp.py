@@ -20,9 +20,9 @@ from torch.optim import Optimizer
 from typing_extensions import override
 
 from lightning_hpu.distributed import fsdp_state, sharding
+from lightning_hpu.distributed.fsdp_hooks import HPUFSDPHooks
 from lightning_hpu.distributed.hccl import init_hccl_process_group
-from lightning_hpu.fabric.strategies.base import PrecisionOfType
-from lightning_hpu.fabric.strategies.fsdp import HPUFSDPHooks
+from lightning_hpu.distributed.strategy_parts import PrecisionOfType
 from lightning_hpu.pytorch.plugins.fsdp_precision import HPUFSDPPrecisionPlugin
 from lightning_hpu.pytorch.strategies.base import HPUStrategyHooks
 from lightning_hpu.pytorch.strategies.hccl import HCCLCollectiveOps

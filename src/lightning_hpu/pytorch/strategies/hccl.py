@@ -6,7 +6,7 @@ model parallel), which make theirs in their own setup, take only the collectives
 ``reduce``, ``all_gather`` and ``broadcast`` through :mod:`lightning_hpu.distributed.collectives` (no ``AVG`` or
 ``PRODUCT`` reduce, and no ``int64`` tensor where the device holds it as ``int32``, reaches HCCL), SIGTERM agreed on
 over a host-side group (:class:`~lightning_hpu.pytorch.strategies.sigterm.SigtermAgreement`), and the rank watchdog.
-What both sides share is written once in :mod:`lightning_hpu.fabric.strategies.hccl`.
+What both sides share is written once, below both, in :mod:`lightning_hpu.distributed.hccl_collectives`.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from lightning_hpu.distributed.hccl import (
     init_hccl_process_group,
     with_gaudi_ddp_defaults,
 )
+from lightning_hpu.distributed.hccl_collectives import HCCLCollectives
 from lightning_hpu.distributed.rank_watchdog import report_abort
-from lightning_hpu.fabric.strategies.hccl import HCCLCollectives
 from lightning_hpu.pytorch.strategies.sigterm import SigtermAgreement
 
 __all__ = [
@@ -44,7 +44,7 @@ class HCCLCollectiveOps(HCCLCollectives, SigtermAgreement, ParallelStrategy):
     """Trainer mixin: HCCL-safe collectives (``reduce`` too), the rank watchdog following each step, SIGTERM agreed on.
 
     With :class:`SigtermAgreement` every HPU parallel strategy stops all ranks on SIGTERM without a per-step device
-    broadcast; with the rank watchdog (:class:`~lightning_hpu.fabric.strategies.rank_watchdog.RankWatchdogHooks`) no
+    broadcast; with the rank watchdog (:class:`~lightning_hpu.distributed.rank_watchdog_hooks.RankWatchdogHooks`) no
     rank outlives a failed job, and the watchdog's report names the step each rank was in.
     """
 

@@ -1,0 +1,284 @@
+"""HPU precision for Lightning Fabric; the Trainer's :class:`~lightning_hpu.HPUPrecisionPlugin` extends it.
+
+Mixed precision is ``torch.autocast`` on the backend's device type (``hpu`` on a Gaudi, ``cpu`` on the stand-in,
+so bf16 really runs in bf16 in tests). True half precision converts the module and its inputs. ``"fp8"`` swaps
+``nn.Linear`` layers for the Transformer Engine's and runs the forward under bf16 autocast and the engine's fp8
+autocast. fp16 and fp8 need Gaudi2 or later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping, Sequence
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
+from types import ModuleType
+from typing import Any, Literal, get_args
+
+import torch
+from lightning.fabric.plugins.precision.precision import _PRECISION_INPUT_INT, _PRECISION_INPUT_STR, Precision
+from lightning.fabric.plugins.precision.utils import _convert_fp_tensor, _DtypeContextManager
+from lightning.fabric.utilities.apply_func import apply_to_collection
+from lightning.fabric.utilities.rank_zero import rank_zero_warn
+from torch import Tensor
+from torch.nn import Module
+from typing_extensions import override
+
+from lightning_hpu.device.autocast_ops import set_autocast_op_lists
+from lightning_hpu.device.generation_rules import check_fp8_supported, check_fp16_supported
+from lightning_hpu.fp8.engine import LayerFilter, make_recipe, replace_linear_layers
+from lightning_hpu.precision import lightning_habana_arguments
+from lightning_hpu.precision.lightning_habana_arguments import HPU_DEVICE, check_device
+from lightning_hpu.runtime import HPUConfigurationError, require_backend
+from lightning_hpu.support.precision_hints import precision_family_guess
+from lightning_hpu.support.suggestions import closest_name
+
+HPUPrecisionInput = Literal["32-true", "bf16-mixed", "16-mixed", "bf16-true", "16-true", "fp8", "fp8-float16"]
+
+#: Lightning's other spellings, mapped to the full names: its short ones, and its names for fp8 training with the
+#: Transformer Engine (with bf16, or fp16, outside the engine's layers).
+PRECISION_ALIASES: dict[str, str] = {
+    "32": "32-true",
+    "bf16": "bf16-mixed",
+    "16": "16-mixed",
+    "transformer-engine": "fp8",
+    "transformer-engine-float16": "fp8-float16",
+}
+
+#: The low-precision dtype of each precision; under ``"fp8"`` the ops outside the engine's layers run in bf16, under
+#: ``"fp8-float16"`` (Lightning's ``"transformer-engine-float16"``) in fp16.
+_DTYPES = {
+    "32-true": torch.float32,
+    "bf16-mixed": torch.bfloat16,
+    "16-mixed": torch.float16,
+    "bf16-true": torch.bfloat16,
+    "16-true": torch.float16,
+    "fp8": torch.bfloat16,
+    "fp8-float16": torch.float16,
+}
+
+
+def normalize_precision(precision: Any) -> str:
+    """The full precision name for ``precision`` (accepting Lightning's aliases), or a clear error."""
+    name = PRECISION_ALIASES.get(str(precision), str(precision))
+    if name not in _DTYPES:
+        raise unsupported_precision(precision)
+    return name
+
+
+def unsupported_precision(precision: Any, owner: str | None = None) -> HPUConfigurationError:
+    """The one error for a precision the HPU does not run, given to a plugin or to ``Trainer``/``Fabric`` (``owner``).
+
+    A name that is not Lightning's gets what it most likely means: the precision family its words name (``"bfloat16"``
+    -> ``'bf16-mixed' or 'bf16-true'``, ``"fp16"`` -> ``'16-mixed'``), else the closest HPU name by spelling. A name
+    Lightning knows (such as ``"64-true"``) is no misspelling, and gets the list of HPU precisions.
+    """
+    given = f"`{owner}(precision={precision!r})`" if owner else f"`precision={precision!r}`"
+    misspelt = str(precision) not in map(str, get_args(_PRECISION_INPUT_STR) + get_args(_PRECISION_INPUT_INT))
+    guesses: tuple[str, ...] = ()
+    if misspelt:
+        spelt_alike = closest_name(str(precision), [*_DTYPES, *PRECISION_ALIASES])
+        guesses = precision_family_guess(str(precision)) or ((spelt_alike,) if spelt_alike else ())
+    if guesses:
+        meant = " or ".join(repr(guess) for guess in guesses)
+        return HPUConfigurationError(f"{given} is not supported on HPU: did you mean {meant}?")
+    return HPUConfigurationError(
+        f"{given} is not supported on HPU: use one of {', '.join(get_args(HPUPrecisionInput))}"
+        " (Lightning's 'transformer-engine' means 'fp8')."
+    )
+
+
+class HPUPrecision(Precision):
+    """Precision on HPU: ``"32-true"``, ``"bf16-mixed"``, ``"16-mixed"``, ``"bf16-true"``, ``"16-true"``, ``"fp8"``,
+    ``"fp8-float16"``.
+
+    Args:
+        precision: the precision name (also Lightning's aliases ``"32"``, ``"bf16"``, ``"16"``, and
+            ``"transformer-engine"`` for ``"fp8"``, ``"transformer-engine-float16"`` for ``"fp8-float16"``). fp16 and
+            fp8 need Gaudi2 or later; fp8 needs the Intel Gaudi Transformer Engine.
+        autocast_lower_precision_ops: aten ops autocast runs in bf16/fp16, replacing the bridge's list (mixed
+            precisions and fp8 only; must be set before the bridge is imported).
+        autocast_fp32_ops: aten ops autocast runs in fp32, replacing the bridge's list (same rules).
+        fp8_recipe: fp8 only: the engine's ``DelayedScaling`` recipe, or a dict of its arguments
+            (``{"margin": 0, "interval": 1, "fp8_format": "HYBRID"}``); the engine's default when ``None``.
+        fp8_layer_filter: fp8 only: ``(qualified_name, layer) -> bool`` choosing which ``nn.Linear`` layers run in
+            fp8; all of them when ``None``.
+        device: lightning-habana's argument, accepted as ``"hpu"`` only (the plugin always runs on the HPU).
+        fused_clip_norm: clip by the 2-norm with the device's fused clip (``FusedClipNorm`` on a Gaudi; the default)
+            instead of ``torch.nn.utils.clip_grad_norm_`` (optimum-habana's ``use_fused_clip_norm``).
+    """
+
+    def __init__(
+        self,
+        precision: HPUPrecisionInput | str = "32-true",
+        device: str = HPU_DEVICE,
+        *,
+        autocast_lower_precision_ops: Sequence[str] | None = None,
+        autocast_fp32_ops: Sequence[str] | None = None,
+        fp8_recipe: Any | Mapping[str, Any] | None = None,
+        fp8_layer_filter: LayerFilter | None = None,
+        fused_clip_norm: bool = True,
+    ) -> None:
+        self.device = check_device(device)
+        #: Whether clipping by the 2-norm uses the device's fused clip (``FusedClipNorm``) instead of torch's.
+        self.fused_clip_norm = bool(fused_clip_norm)
+        name = normalize_precision(precision)
+        self.precision = name  # type: ignore[assignment]
+        self._dtype = _DTYPES[name]
+        is_fp8 = name.startswith("fp8")
+        if not is_fp8:
+            for argument, value in (("fp8_recipe", fp8_recipe), ("fp8_layer_filter", fp8_layer_filter)):
+                if value is not None:
+                    raise HPUConfigurationError(
+                        f"`{argument}` applies to precision='fp8' only, but precision={name!r}."
+                    )
+        if not self.uses_autocast:
+            for argument, ops in (
+                ("autocast_lower_precision_ops", autocast_lower_precision_ops),
+                ("autocast_fp32_ops", autocast_fp32_ops),
+            ):
+                if ops is not None:
+                    raise HPUConfigurationError(
+                        f"`{argument}` needs autocast, but precision={name!r} does not use it;"
+                        " use 'bf16-mixed', '16-mixed' or 'fp8'."
+                    )
+        if fp8_layer_filter is not None and not callable(fp8_layer_filter):
+            raise TypeError("`fp8_layer_filter` must be a function `(name, layer) -> bool`.")
+        if self._dtype == torch.float16:
+            check_fp16_supported()
+        self.fp8_recipe: Any = None
+        self._fp8_layer_filter = fp8_layer_filter
+        #: Whether converting the module swaps its ``nn.Linear`` layers (lightning-habana's
+        #: ``convert_modules(replace_layers=False)`` turns it off: only the engine's own layers then run in fp8).
+        self.fp8_replace_layers = True
+        #: Qualified names of the layers that run in fp8, filled by :meth:`convert_module`.
+        self.fp8_layers: list[str] = []
+        if is_fp8:
+            check_fp8_supported()
+            self.fp8_recipe = make_recipe(self._engine(), fp8_recipe)
+        #: The op-list files written for the bridge, by environment variable.
+        self.autocast_op_list_files = set_autocast_op_lists(autocast_lower_precision_ops, autocast_fp32_ops)
+
+    @staticmethod
+    def _engine() -> ModuleType:
+        """The Transformer Engine, asked of the backend each time so the plugin stays picklable."""
+        return require_backend().transformer_engine()
+
+    @property
+    def is_mixed(self) -> bool:
+        return self.precision.endswith("-mixed")
+
+    @property
+    def uses_autocast(self) -> bool:
+        """Whether the forward runs under ``torch.autocast`` (mixed precisions and fp8)."""
+        return self.is_mixed or self.is_fp8
+
+    @property
+    def is_fp8(self) -> bool:
+        """Whether the engine's layers run in fp8 (``"fp8"``: bf16 elsewhere, ``"fp8-float16"``: fp16)."""
+        return self.precision.startswith("fp8")
+
+    @property
+    def fp8_training_available(self) -> bool:
+        """lightning-habana's flag: fp8 training runs (an fp8 precision, whose device was checked at construction)."""
+        return self.is_fp8
+
+    @property
+    def fp8_inference_available(self) -> bool:
+        """lightning-habana's flag: fp8 inference runs (an fp8 precision, and Intel Neural Compressor imports)."""
+        return self.is_fp8 and lightning_habana_arguments.inc_available()
+
+    @property
+    def is_true_half(self) -> bool:
+        return self.precision in ("bf16-true", "16-true")
+
+    def autocast_context_manager(self) -> torch.autocast:
+        """Autocast on the HPU (the stand-in: the CPU) in this plugin's low-precision dtype."""
+        return torch.autocast(device_type=require_backend().autocast_device_type, dtype=self._dtype)
+
+    @override
+    def convert_module(self, module: Module) -> Module:
+        if self.is_fp8:
+            return self._convert_to_fp8(module)
+        return module.to(dtype=self._dtype) if self.is_true_half else module
+
+    def _convert_to_fp8(self, module: Module) -> Module:
+        """Swap the selected ``nn.Linear`` layers in place for the engine's, keeping their parameters."""
+        engine = self._engine()
+        device = require_backend().torch_device()
+        if self.fp8_replace_layers:
+            module, _ = replace_linear_layers(module, engine, device, self._fp8_layer_filter)
+        self.fp8_layers = [name for name, layer in module.named_modules() if isinstance(layer, engine.Linear)]
+        if not self.fp8_layers:
+            rank_zero_warn(
+                f"precision='fp8' found no nn.Linear layer to run in fp8 in {type(module).__name__}"
+                " (check `fp8_layer_filter`); the model runs in bf16 autocast only."
+            )
+        return module
+
+    def convert_modules(
+        self,
+        module: Module,
+        inference: bool = False,
+        replace_layers: bool = False,
+        recipe: Any | Mapping[str, Any] | None = None,
+        quant: bool | str | Mapping[str, Any] | None = True,
+        fp8_data_path: str | None = None,
+    ) -> Module:
+        """lightning-habana's fp8 conversion, for code that calls it
+        (:func:`~lightning_hpu.precision.lightning_habana_arguments.convert_modules`).
+
+        Not needed otherwise: with ``precision="fp8"`` the Trainer and Fabric convert the model themselves.
+        """
+        return lightning_habana_arguments.convert_modules(
+            self, module, inference, replace_layers, recipe, quant, fp8_data_path
+        )
+
+    @override
+    def tensor_init_context(self) -> AbstractContextManager:
+        return _DtypeContextManager(self._dtype) if self.is_true_half else nullcontext()
+
+    @override
+    def module_init_context(self) -> AbstractContextManager:
+        return self.tensor_init_context()
+
+    @override
+    def forward_context(self) -> AbstractContextManager:
+        if self.is_fp8:
+            return self._fp8_context()
+        if self.is_mixed:
+            return self.autocast_context_manager()
+        if self.is_true_half:
+            return self._default_dtype_context()
+        return nullcontext()
+
+    def fp8_autocast(self) -> AbstractContextManager:
+        """The engine's ``fp8_autocast`` with this plugin's recipe: the engine's layers run in fp8 inside it."""
+        context: AbstractContextManager = self._engine().fp8_autocast(enabled=True, fp8_recipe=self.fp8_recipe)
+        return context
+
+    @contextmanager
+    def _fp8_context(self) -> Generator[None, None, None]:
+        with ExitStack() as stack:
+            stack.enter_context(self.autocast_context_manager())
+            stack.enter_context(self.fp8_autocast())
+            yield
+
+    @contextmanager
+    def _default_dtype_context(self) -> Generator[None, None, None]:
+        default_dtype = torch.get_default_dtype()
+        torch.set_default_dtype(self._dtype)
+        try:
+            yield
+        finally:
+            torch.set_default_dtype(default_dtype)
+
+    @override
+    def convert_input(self, data: Any) -> Any:
+        if not self.is_true_half:
+            return data
+        return apply_to_collection(data, function=_convert_fp_tensor, dtype=Tensor, dst_type=self._dtype)
+
+    @override
+    def convert_output(self, data: Any) -> Any:
+        if self.precision == "32-true":
+            return data
+        return apply_to_collection(data, function=_convert_fp_tensor, dtype=Tensor, dst_type=torch.get_default_dtype())

@@ -2,7 +2,7 @@
 
 :class:`~lightning_hpu.distributed.hccl_collectives.HCCLCollectives` (HCCL-safe ``all_gather`` and ``broadcast``,
 the process-group backend, and the rank watchdog) is written once for both sides, below both; the Trainer's mixins
-(:mod:`lightning_hpu.pytorch.strategies.hccl`) build on it as Fabric's do here: :class:`FabricHCCLCollectivesHooks`
+(:mod:`lightning_hpu.pytorch.strategies.hccl`) build on it as Fabric's do here: :class:`FabricHCCLDDPHooks`
 for a Fabric ``DDPStrategy`` subclass, :class:`FabricHCCLCollectiveOps` (collectives and rank watchdog only) for the
 others, and :class:`HCCLProcessGroup`
 for the strategies that keep Lightning's ``_setup_distributed`` (FSDP, model parallel).
@@ -47,7 +47,7 @@ class FabricHCCLCollectiveOps(HCCLCollectives, ParallelStrategy):
                 abort_on_uncaught_exception(self._watchdog, self.global_rank)
 
 
-class FabricHCCLCollectivesHooks(FabricHCCLCollectiveOps, HCCLBackendName, DDPStrategy):
+class FabricHCCLDDPHooks(FabricHCCLCollectiveOps, HCCLBackendName, DDPStrategy):
     """Fabric mixin: HCCL process group and HCCL-safe collectives for a Fabric ``DDPStrategy`` subclass."""
 
     @override

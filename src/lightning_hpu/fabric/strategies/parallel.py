@@ -17,7 +17,7 @@ from typing_extensions import override
 from lightning_hpu.distributed.collectives import broadcast_module_states_
 from lightning_hpu.distributed.fast_ddp import FastDDPHooks
 from lightning_hpu.fabric.strategies.base import FabricFusedClipHooks, FabricHPUStrategyHooks
-from lightning_hpu.fabric.strategies.hccl import FabricHCCLCollectivesHooks
+from lightning_hpu.fabric.strategies.hccl import FabricHCCLDDPHooks
 
 
 class _FastDDPBackwardSyncControl(_BackwardSyncControl):
@@ -39,7 +39,7 @@ class _FastDDPBackwardSyncControl(_BackwardSyncControl):
             self.blocked = False
 
 
-class HPUParallelStrategy(FastDDPHooks, FabricHPUStrategyHooks, FabricFusedClipHooks, FabricHCCLCollectivesHooks):
+class HPUParallelStrategy(FastDDPHooks, FabricHPUStrategyHooks, FabricFusedClipHooks, FabricHCCLDDPHooks):
     """Fabric strategy for several HPUs and nodes: DDP over HCCL (``strategy="hpu_parallel"`` or ``"hpu_ddp"``).
 
     Lightning's ``DDPStrategy`` arguments (``accelerator``, ``parallel_devices``, ``cluster_environment``,

@@ -3,7 +3,7 @@
 from lightning_hpu.pytorch.strategies.base import HPUStrategyHooks, mark_step
 from lightning_hpu.pytorch.strategies.deepspeed import HPUDeepSpeedStrategy
 from lightning_hpu.pytorch.strategies.fsdp import HPUFSDPStrategy
-from lightning_hpu.pytorch.strategies.hccl import HCCLCollectivesHooks
+from lightning_hpu.pytorch.strategies.hccl import HCCLDDPHooks
 from lightning_hpu.pytorch.strategies.model_parallel import HPUModelParallelStrategy
 from lightning_hpu.pytorch.strategies.parallel import HPUParallelStrategy
 from lightning_hpu.pytorch.strategies.sigterm import SigtermAgreement
@@ -11,7 +11,7 @@ from lightning_hpu.pytorch.strategies.single import SingleHPUStrategy
 from lightning_hpu.support.lightning_habana_paths import names_of
 
 __all__ = [
-    "HCCLCollectivesHooks",
+    "HCCLDDPHooks",
     "HPUDeepSpeedStrategy",
     "HPUFSDPStrategy",
     "HPUModelParallelStrategy",

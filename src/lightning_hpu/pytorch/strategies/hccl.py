@@ -1,6 +1,6 @@
 """The Trainer's HCCL mixins: the process group and collectives of :mod:`lightning_hpu.distributed.hccl`.
 
-Mix :class:`HCCLCollectivesHooks` in before a ``DDPStrategy`` subclass (``HPUParallelStrategy``) for the HCCL process
+Mix :class:`HCCLDDPHooks` in before a ``DDPStrategy`` subclass (``HPUParallelStrategy``) for the HCCL process
 group and collectives; the DeepSpeed strategy, which makes its own process group, and the sharded strategies (FSDP,
 model parallel), which make theirs in their own setup, take only the collectives (:class:`HCCLCollectiveOps`):
 ``reduce``, ``all_gather`` and ``broadcast`` through :mod:`lightning_hpu.distributed.collectives` (no ``AVG`` or
@@ -34,7 +34,7 @@ from lightning_hpu.pytorch.strategies.sigterm import SigtermAgreement
 __all__ = [
     "GAUDI_DDP_DEFAULTS",
     "HCCLCollectiveOps",
-    "HCCLCollectivesHooks",
+    "HCCLDDPHooks",
     "init_hccl_process_group",
     "with_gaudi_ddp_defaults",
 ]
@@ -103,7 +103,7 @@ class HCCLCollectiveOps(HCCLCollectives, SigtermAgreement, ParallelStrategy):
         super().teardown()
 
 
-class HCCLCollectivesHooks(HCCLCollectiveOps, HCCLBackendName, DDPStrategy):
+class HCCLDDPHooks(HCCLCollectiveOps, HCCLBackendName, DDPStrategy):
     """Trainer mixin: HCCL process group and HCCL-safe collectives for a ``DDPStrategy`` subclass."""
 
     @override

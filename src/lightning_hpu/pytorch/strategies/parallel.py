@@ -14,11 +14,11 @@ from typing_extensions import override
 from lightning_hpu.distributed.collectives import broadcast_module_states_
 from lightning_hpu.distributed.fast_ddp import FastDDPHooks
 from lightning_hpu.pytorch.strategies.base import HPUStrategyHooks
-from lightning_hpu.pytorch.strategies.hccl import HCCLCollectivesHooks
+from lightning_hpu.pytorch.strategies.hccl import HCCLDDPHooks
 from lightning_hpu.pytorch.strategies.last_batch import LastBatch, LastBatchHooks, check_last_batch
 
 
-class HPUParallelStrategy(FastDDPHooks, HPUStrategyHooks, LastBatchHooks, HCCLCollectivesHooks):
+class HPUParallelStrategy(FastDDPHooks, HPUStrategyHooks, LastBatchHooks, HCCLDDPHooks):
     """One process per HPU, on one or several nodes (``strategy="hpu_parallel"`` or ``"hpu_ddp"``).
 
     The Trainer picks it for ``accelerator="hpu"`` with ``devices>1`` or ``num_nodes>1``. Gradients are averaged

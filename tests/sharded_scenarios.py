@@ -154,6 +154,10 @@ class Model(LightningModule):
             for block in self.net.blocks:
                 parallelize_module(block, mesh, {"fc1": ColwiseParallel(), "fc2": RowwiseParallel()})
 
+    def on_train_start(self) -> None:
+        # The rank watchdog (no rank outlives its job) runs while training; teardown stops it.
+        self.watched = getattr(self.trainer.strategy, "_watchdog", None) is not None
+
     def training_step(self, batch: torch.Tensor, batch_idx: int) -> torch.Tensor:
         # 1 on rank 0, 11 on rank 1: the global mean is 6 (Lightning's "mean" sends AVG unless served by HCCL's ops).
         self.log("rank_value", torch.tensor(10.0 * self.global_rank + 1.0), sync_dist=True, on_epoch=True)
@@ -204,6 +208,7 @@ def fsdp_scenario(out: Path) -> dict[str, Any]:
         "strategy": type(run.strategy).__name__,
         "precision": type(run.precision_plugin).__name__,
         "process_group": type(dist.group.WORLD).__name__,
+        "rank_watchdog": model.watched,
         "max_diff_to_reference": float((weights - reference(steps, CLIP)).abs().max()),
         "rank_value_epoch": float(run.callback_metrics["rank_value_epoch"]),
         "full_checkpoint": str(checkpoint),
@@ -266,6 +271,7 @@ def fabric_scenario(out: Path) -> dict[str, Any]:
     return {
         "strategy": type(fabric.strategy).__name__,
         "precision": type(fabric.strategy.precision).__name__,
+        "rank_watchdog": getattr(fabric.strategy, "_watchdog", None) is not None,
         "max_diff_to_reference": float((weights - reference(steps, CLIP)).abs().max()),
         "max_diff_after_load": float((full_weights(net._forward_module, net.module) - weights).abs().max()),
         "loaded_step": state["step"],

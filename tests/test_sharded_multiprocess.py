@@ -49,6 +49,7 @@ def _check_rank(report: dict[str, Any]) -> None:
     assert fsdp["strategy"] == "HPUFSDPStrategy", "strategy='fsdp' on HPU must pick HPUFSDPStrategy"
     assert fsdp["precision"] == "HPUFSDPPrecisionPlugin"
     assert fsdp["process_group"] == "HCCLStandInProcessGroup"
+    assert fsdp["rank_watchdog"], "every HPU parallel strategy runs the rank watchdog (no rank outlives its job)"
     assert fsdp["max_diff_to_reference"] < 1e-5, "FSDP on 2 devices must equal one device on the global batch"
     assert fsdp["rank_value_epoch"] == pytest.approx(6.0)
 
@@ -75,6 +76,7 @@ def _check_rank(report: dict[str, Any]) -> None:
 
     fabric = report["fabric"]
     assert fabric["strategy"] == "HPUFSDPStrategy" and fabric["precision"] == "HPUFSDPPrecision"
+    assert fabric["rank_watchdog"], "Fabric's FSDP runs the rank watchdog too"
     assert fabric["max_diff_to_reference"] < 1e-5
     assert fabric["max_diff_after_load"] == 0.0 and fabric["loaded_step"] == 3 and fabric["remainder"] == {}
     assert fabric["mean"] == pytest.approx(6.0)

@@ -12,7 +12,8 @@ from lightning_hpu.distributed.strategy_methods import StrategyMethods
 
 class HPUFSDPHooks(StrategyMethods):
     """What both ``HPUFSDPStrategy`` classes (Trainer and Fabric) add to Lightning's: the checks before launch, the
-    precision plugin the connector gives, and FSDP's wrapping arguments. Mix it in before ``FSDPStrategy``."""
+    precision plugin the connector gives, the set-up on the HPU and FSDP's wrapping arguments. Mix it in right before
+    ``FSDPStrategy``."""
 
     strategy_name = "hpu_fsdp"
     #: This side's HPU FSDP precision plugin class.
@@ -32,6 +33,23 @@ class HPUFSDPHooks(StrategyMethods):
             self.strategy_name, self.num_nodes, self.num_processes, sharding_strategy=self.sharding_strategy
         )
         super()._configure_launcher()
+
+    @override
+    def setup_environment(self) -> None:
+        """The accelerator, HCCL's process group and FSDP's device mesh on the HPU, in place of what Lightning's
+        ``FSDPStrategy`` does here (its process group and mesh assume CUDA). Reached through the mixins before this
+        one (the rank watchdog starts once it returns)."""
+        classes = type(self).__mro__
+        lightning_fsdp: Any = classes[classes.index(HPUFSDPHooks) + 1]  # mixed in right before it
+        super(lightning_fsdp, self).setup_environment()  # what every strategy sets up: the accelerator
+        self._setup_distributed()
+        sharding.set_fsdp_device_mesh(
+            self._given_fsdp_kwargs(), self.sharding_strategy, self.num_nodes, self.num_processes
+        )
+
+    def _setup_distributed(self) -> None:
+        """Seed, ranks and the default process group over HCCL (each side sets its ranks under its own name)."""
+        raise NotImplementedError
 
     def _given_fsdp_kwargs(self) -> dict[str, Any]:
         """The keyword arguments for FSDP the strategy was given (each side's Lightning keeps them under its name)."""

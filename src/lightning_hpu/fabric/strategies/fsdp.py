@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from lightning.fabric.strategies import FSDPStrategy, ParallelStrategy
+from lightning.fabric.strategies import FSDPStrategy
 from lightning.fabric.strategies.fsdp import _is_sharded_checkpoint
 from lightning.fabric.utilities.types import _PATH
 from torch.nn import Module
@@ -34,12 +34,6 @@ class HPUFSDPStrategy(FabricHPUStrategyHooks, FabricHCCLCollectiveOps, HCCLProce
     precision_type = HPUFSDPPrecision
     #: Only an :class:`HPUFSDPPrecision` (``"32-true"`` until one is set): FSDP's mixed precision is the plugin's.
     precision = PrecisionOfType(HPUFSDPPrecision, "Fabric")  # type: ignore[override]  # setter: any plugin
-
-    @override
-    def setup_environment(self) -> None:
-        ParallelStrategy.setup_environment(self)  # the accelerator; FSDPStrategy's process group assumes CUDA
-        self._setup_distributed()
-        sharding.set_fsdp_device_mesh(self._fsdp_kwargs, self.sharding_strategy, self.num_nodes, self.num_processes)
 
     @override
     def _given_fsdp_kwargs(self) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from lightning.fabric.utilities.load import _METADATA_FILENAME
 from lightning.fabric.utilities.seed import reset_seed
 from lightning.fabric.utilities.types import _PATH
 from lightning.pytorch.core.optimizer import LightningOptimizer
-from lightning.pytorch.strategies import FSDPStrategy, ParallelStrategy
+from lightning.pytorch.strategies import FSDPStrategy
 from lightning.pytorch.trainer.states import TrainerFn
 from torch.nn import Module
 from torch.optim import Optimizer
@@ -48,12 +48,10 @@ class HPUFSDPStrategy(HPUStrategyHooks, HCCLCollectiveOps, HPUFSDPHooks, FSDPStr
     precision_plugin = PrecisionOfType(HPUFSDPPrecisionPlugin, "Trainer")  # type: ignore[override]  # setter: any plugin
 
     @override
-    def setup_environment(self) -> None:
-        ParallelStrategy.setup_environment(self)  # the accelerator; FSDPStrategy's process group assumes CUDA
+    def _setup_distributed(self) -> None:
         reset_seed()
         self.set_world_ranks()
         self._process_group_backend = init_hccl_process_group(self)
-        sharding.set_fsdp_device_mesh(self.kwargs, self.sharding_strategy, self.num_nodes, self.num_processes)
 
     @override
     def _given_fsdp_kwargs(self) -> dict[str, Any]:

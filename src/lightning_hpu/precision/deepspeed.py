@@ -12,10 +12,11 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from torch.nn import Module
+from typing_extensions import override
 
 from lightning_hpu.fp8.engine import LayerFilter
 from lightning_hpu.precision.hpu_precision import PRECISION_ALIASES, HPUPrecision
-from lightning_hpu.precision.lightning_habana_arguments import HPU_DEVICE, check_device
+from lightning_hpu.precision.lightning_habana_arguments import HPU_DEVICE, ConvertModules, check_device
 
 #: What DeepSpeed itself runs outside the engine's fp8 layers, per fp8 precision.
 DEEPSPEED_PRECISION_OF_FP8 = {"fp8": "bf16-mixed", "fp8-float16": "16-mixed"}
@@ -34,7 +35,7 @@ def split_fp8_precision(
     return name, None
 
 
-class FP8DeepSpeedPrecisionHooks:
+class FP8DeepSpeedPrecisionHooks(ConvertModules):
     """The fp8 side of a DeepSpeed precision, written once for Fabric and the Trainer.
 
     Mix it in before Lightning's ``DeepSpeedPrecision`` (Fabric's or the Trainer's): the engine's layers are
@@ -67,22 +68,9 @@ class FP8DeepSpeedPrecisionHooks:
     def forward_context(self) -> AbstractContextManager:
         return self.fp8.fp8_autocast() if self.fp8 is not None else super().forward_context()  # type: ignore[misc]
 
-    def convert_modules(
-        self,
-        module: Module,
-        inference: bool = False,
-        replace_layers: bool = False,
-        recipe: Any | Mapping[str, Any] | None = None,
-        quant: bool | str | Mapping[str, Any] | None = True,
-        fp8_data_path: str | None = None,
-    ) -> Module:
-        """lightning-habana's fp8 conversion (see
-        :func:`~lightning_hpu.precision.lightning_habana_arguments.convert_modules`); fp8 only."""
-        if self.fp8 is None:
-            raise ValueError(
-                f"convert_modules() applies to precision='fp8' only, but this plugin's precision is {self.precision!r}."
-            )
-        return self.fp8.convert_modules(module, inference, replace_layers, recipe, quant, fp8_data_path)
+    @override
+    def _fp8_side(self) -> HPUPrecision | None:
+        return self.fp8
 
 
 __all__ = ["FP8DeepSpeedPrecisionHooks", "split_fp8_precision"]

@@ -26,7 +26,7 @@ from lightning_hpu.device.autocast_ops import set_autocast_op_lists
 from lightning_hpu.device.generation_rules import check_fp8_supported, check_fp16_supported
 from lightning_hpu.fp8.engine import LayerFilter, make_recipe, replace_linear_layers
 from lightning_hpu.precision import lightning_habana_arguments
-from lightning_hpu.precision.lightning_habana_arguments import HPU_DEVICE, check_device
+from lightning_hpu.precision.lightning_habana_arguments import HPU_DEVICE, ConvertModules, check_device
 from lightning_hpu.runtime import HPUConfigurationError, require_backend
 from lightning_hpu.support.precision_hints import precision_family_guess
 from lightning_hpu.support.suggestions import closest_name
@@ -86,7 +86,7 @@ def unsupported_precision(precision: Any, owner: str | None = None) -> HPUConfig
     )
 
 
-class HPUPrecision(Precision):
+class HPUPrecision(Precision, ConvertModules):
     """Precision on HPU: ``"32-true"``, ``"bf16-mixed"``, ``"16-mixed"``, ``"bf16-true"``, ``"16-true"``, ``"fp8"``,
     ``"fp8-float16"``.
 
@@ -214,23 +214,9 @@ class HPUPrecision(Precision):
             )
         return module
 
-    def convert_modules(
-        self,
-        module: Module,
-        inference: bool = False,
-        replace_layers: bool = False,
-        recipe: Any | Mapping[str, Any] | None = None,
-        quant: bool | str | Mapping[str, Any] | None = True,
-        fp8_data_path: str | None = None,
-    ) -> Module:
-        """lightning-habana's fp8 conversion, for code that calls it
-        (:func:`~lightning_hpu.precision.lightning_habana_arguments.convert_modules`).
-
-        Not needed otherwise: with ``precision="fp8"`` the Trainer and Fabric convert the model themselves.
-        """
-        return lightning_habana_arguments.convert_modules(
-            self, module, inference, replace_layers, recipe, quant, fp8_data_path
-        )
+    @override
+    def _fp8_side(self) -> HPUPrecision | None:
+        return self if self.is_fp8 else None
 
     @override
     def tensor_init_context(self) -> AbstractContextManager:

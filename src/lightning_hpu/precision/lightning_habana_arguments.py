@@ -17,7 +17,7 @@ from torch import nn
 
 
 class FP8Precision(Protocol):
-    """What :func:`convert_modules` uses of an HPU precision plugin (:class:`~lightning_hpu.HPUPrecision`)."""
+    """What :meth:`ConvertModules.convert_modules` uses of the plugin running fp8 (an ``HPUPrecision``)."""
 
     precision: Any
     fp8_recipe: Any
@@ -58,37 +58,49 @@ def inc_available() -> bool:
     return True
 
 
-def convert_modules(
-    precision: FP8Precision,
-    module: nn.Module,
-    inference: bool = False,
-    replace_layers: bool = False,
-    recipe: Any | Mapping[str, Any] | None = None,
-    quant: bool | str | Mapping[str, Any] | None = True,
-    fp8_data_path: str | None = None,
-) -> nn.Module:
-    """lightning-habana's ``convert_modules`` for an fp8 ``precision``.
+class ConvertModules:
+    """lightning-habana's ``plugin.convert_modules(module, ...)``, one method for every HPU precision plugin that can
+    run fp8: :class:`~lightning_hpu.HPUPrecision` itself, and the DeepSpeed plugins, whose fp8 side is one."""
 
-    Training (``inference=False``): ``recipe`` becomes the plugin's fp8 recipe; ``replace_layers=True`` swaps the
-    ``nn.Linear`` layers for the engine's now (keeping their weights, which lightning-habana did not), and
-    ``replace_layers=False`` leaves every ``nn.Linear`` as it is (only layers that already are the engine's run in
-    fp8), as in lightning-habana. Inference: ``quant=False`` prepares INC's measurement, ``quant=True`` converts with
-    the measured statistics (the packaged maxabs configs), a path or dict is an INC config of either mode;
-    ``fp8_data_path`` sets where the statistics go (``<fp8_data_path>/inc_output/measure``, as lightning-habana).
-    """
-    if not precision.is_fp8:
-        raise ValueError(
-            f"convert_modules() applies to precision='fp8' only, but this plugin's precision is"
-            f" {precision.precision!r}."
-        )
-    if inference:
-        return _convert_for_inference(module, quant, fp8_data_path)
-    if recipe is not None:
-        from lightning_hpu.fp8.engine import make_recipe
+    precision: Any
 
-        precision.fp8_recipe = make_recipe(precision._engine(), recipe)
-    precision.fp8_replace_layers = replace_layers
-    return precision.convert_module(module) if replace_layers else module
+    def _fp8_side(self) -> FP8Precision | None:
+        """The plugin that runs this one's fp8 layers, or ``None`` when this plugin's precision is not fp8."""
+        raise NotImplementedError
+
+    def convert_modules(
+        self,
+        module: nn.Module,
+        inference: bool = False,
+        replace_layers: bool = False,
+        recipe: Any | Mapping[str, Any] | None = None,
+        quant: bool | str | Mapping[str, Any] | None = True,
+        fp8_data_path: str | None = None,
+    ) -> nn.Module:
+        """lightning-habana's fp8 conversion, for code that calls it; fp8 only. Not needed otherwise: with
+        ``precision="fp8"`` the Trainer and Fabric convert the model themselves.
+
+        Training (``inference=False``): ``recipe`` becomes the plugin's fp8 recipe; ``replace_layers=True`` swaps the
+        ``nn.Linear`` layers for the engine's now (keeping their weights, which lightning-habana did not), and
+        ``replace_layers=False`` leaves every ``nn.Linear`` as it is (only layers that already are the engine's run
+        in fp8), as in lightning-habana. Inference: ``quant=False`` prepares INC's measurement, ``quant=True``
+        converts with the measured statistics (the packaged maxabs configs), a path or dict is an INC config of either
+        mode; ``fp8_data_path`` sets where the statistics go (``<fp8_data_path>/inc_output/measure``, as
+        lightning-habana).
+        """
+        fp8 = self._fp8_side()
+        if fp8 is None:
+            raise ValueError(
+                f"convert_modules() applies to precision='fp8' only, but this plugin's precision is {self.precision!r}."
+            )
+        if inference:
+            return _convert_for_inference(module, quant, fp8_data_path)
+        if recipe is not None:
+            from lightning_hpu.fp8.engine import make_recipe
+
+            fp8.fp8_recipe = make_recipe(fp8._engine(), recipe)
+        fp8.fp8_replace_layers = replace_layers
+        return fp8.convert_module(module) if replace_layers else module
 
 
 def _convert_for_inference(module: nn.Module, quant: Any, fp8_data_path: str | None) -> nn.Module:

@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import MPI_PREFIX
+from tests.processes import alive
 
 TESTS = Path(__file__).parent
 SCENARIOS = TESTS / "launcher_scenarios.py"
@@ -227,14 +228,6 @@ def _pids(out: Path) -> dict[int, int]:
     return {int(path.name[3:]): int(path.read_text()) for path in out.glob("pid*")}
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 @pytest.mark.multiprocess
 def test_a_stalled_or_killed_rank_leaves_no_process_behind(tmp_path: Path, python_executable: str) -> None:
     """Stalls under Lightning's launcher (rank 1, a child of rank 0), torchrun (rank 0) and mpirun (rank 1); a
@@ -270,7 +263,7 @@ def test_a_stalled_or_killed_rank_leaves_no_process_behind(tmp_path: Path, pytho
                 if name not in stalled_at and (job.out / "stalled").exists():
                     stalled_at[name] = time.monotonic()
                 for rank, pid in pids[name].items():
-                    if (name, rank) not in gone_at and not _alive(pid):
+                    if (name, rank) not in gone_at and not alive(pid):
                         gone_at[name, rank] = time.monotonic()
             if not restarts["ddp"].processes and len(stalled_at) == len(stalls):
                 # The restart jobs do their work while the stalled jobs wait out their timeout.

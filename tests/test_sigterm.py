@@ -19,19 +19,12 @@ import pytest
 import torch
 
 from lightning_hpu.pytorch.strategies.sigterm import SIGTERM_EXIT_CODE
+from tests.processes import alive
 from tests.test_parallel_multiprocess import _env
 
 SCRIPT = Path(__file__).with_name("sigterm_scenario.py")
 STOP_WITHIN_S = 30.0
 RUNS = {"one_rank": ("hpu_parallel", (1,)), "all_ranks": ("hpu_fast_ddp", (0, 1))}
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state != "Z"
 
 
 def _wait_until(condition, timeout: float, logs) -> None:  # type: ignore[no-untyped-def]
@@ -72,7 +65,7 @@ def test_sigterm_to_one_rank_or_all_ranks_stops_every_rank(tmp_path: Path, pytho
         for name, (_, signalled) in RUNS.items():
             for rank in signalled:
                 os.kill(pids[name][rank], signal.SIGTERM)
-        _wait_until(lambda: not any(_alive(pid) for run in pids.values() for pid in run), 120, logs)
+        _wait_until(lambda: not any(alive(pid) for run in pids.values() for pid in run), 120, logs)
         stopped_after = time.monotonic() - start
         codes = {name: proc.wait(timeout=30) for name, proc in procs.items()}
     finally:

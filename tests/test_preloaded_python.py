@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import MPI_LIBRARIES
-from tests.test_sigterm import _alive
+from tests.processes import alive
 
 PROBE = """
 import json, os, sys, warnings
@@ -144,6 +144,6 @@ def test_a_killed_shim_takes_its_process_with_it(python_executable: str, tmp_pat
     shim.kill()
     shim.wait()
     deadline = time.monotonic() + 10
-    while _alive(pid):
+    while alive(pid):
         assert time.monotonic() < deadline, "the process outlived its shim"
         time.sleep(0.05)

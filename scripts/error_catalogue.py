@@ -1,7 +1,7 @@
 """Writes docs/guide/_errors.md: every error lightning_hpu raises, with its sentence, read from the source code.
 
 ``python scripts/error_catalogue.py`` rewrites the page; ``python scripts/error_catalogue.py --check`` exits 1 when
-the page differs from the code (tests/test_docs.py runs the check, so the troubleshooting page stays true).
+the page differs from the code (tests/docs/test_docs.py runs the check, so the troubleshooting page stays true).
 
 An error is every construction of an exception class (a name ending in ``Error``, ``Exception`` or ``Warning``, or
 ``SystemExit``) whose first argument is a string, an f-string or a concatenation of them, anywhere in

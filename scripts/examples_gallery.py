@@ -1,7 +1,7 @@
 """Writes docs/guide/examples.md: every example of examples/, what it shows and how to run it, from its docstring.
 
 ``python scripts/examples_gallery.py`` rewrites the page; ``--check`` exits 1 when the page differs from the examples
-(tests/test_docs.py runs the check, so an example added or changed shows up here). An example's docstring gives the
+(tests/docs/test_docs.py runs the check, so an example added or changed shows up here). An example's docstring gives the
 page its first line (what it shows), its first paragraph after that, and its commands (the lines that run
 ``python examples/...``).
 """
@@ -23,7 +23,7 @@ Every script of [`examples/`](https://github.com/lightning-hpu/lightning-hpu/tre
 the commands its docstring gives. Without a Gaudi, the commands that set `LIGHTNING_HPU_BACKEND=cpu` run on the CPU
 stand-in (add `LIGHTNING_HPU_CPU_DEVICES=N` for `--devices N`); on a Gaudi, leave the stand-in variables out. Each
 example ends in `lightning_hpu.run_script(main)`, so a wrong argument prints one `error: ...` line. The tests run
-every example (`tests/test_examples_and_cli.py`, `tests/test_user_errors.py`).
+every example (`tests/examples/test_examples_and_cli.py`, `tests/lightning_hpu/support/test_user_errors.py`).
 """
 
 

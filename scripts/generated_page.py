@@ -1,5 +1,6 @@
 """The command line both page generators share (``error_catalogue.py``, ``examples_gallery.py``): write the page, or
-with ``--check`` exit 1 when the page is not what the generator renders now (tests/test_docs.py runs the checks)."""
+with ``--check`` exit 1 when the page is not what the generator renders now (tests/docs/test_docs.py runs the
+checks)."""
 
 from __future__ import annotations
 

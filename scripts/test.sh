@@ -13,7 +13,7 @@
 # stand-in turns CUDA off in its processes (gaudi_standin.startup.early_load). pip's cache is shared by the legs.
 # A leg's pip takes the leg's own constraints file in place of any the machine's pip configuration or PIP_CONSTRAINT
 # names (a machine may cap torch below a leg's release); the leg's constraints pin torch exactly.
-# Other arguments go to pytest (e.g. `bash scripts/test.sh --leg oldest tests/test_runtime.py`). pytest runs in
+# Other arguments go to pytest (e.g. `bash scripts/test.sh --leg oldest tests/lightning_hpu/runtime/test_backend.py`). pytest runs in
 # LIGHTNING_HPU_TEST_WORKERS processes (pytest-xdist; default 2, 0 for one process): the tests that wait on the Python
 # processes they start leave a core idle, which the other worker's tests use. A leg that cannot
 # be set up fails the run with one sentence saying why; the other legs still run.

@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+
+from tests.helpers.paths import ROOT
 
 # Set before anything imports the package, and inherited by every process a test starts.
 os.environ.setdefault("LIGHTNING_HPU_BACKEND", "cpu")
@@ -15,9 +16,9 @@ os.environ.setdefault("LIGHTNING_HPU_BACKEND", "cpu")
 # lightning_hpu (and with it torch and Lightning, ~7 s) is imported where a fixture or hook first needs it: in the
 # workers of `pytest -n`, not in the controller, which starts them only once this file is loaded.
 from gaudi_standin.startup.device_cache import EXTENSIONS_DIR_ENV
-from tests.namespaces import NAMESPACES
-from tests.preloaded_python import PreloadedPython
-from tests.two_device_run import TwoDeviceRun, launch
+from tests.helpers.namespaces import NAMESPACES
+from tests.helpers.preloaded_python import PreloadedPython
+from tests.helpers.two_device_run import TwoDeviceRun, launch
 
 #: What Lightning and DeepSpeed write into the environment of a process that sets up distributed training in
 #: process (single-process DeepSpeed, Fabric), and what the package writes for the bridge (autocast op lists, the
@@ -52,7 +53,7 @@ def _bridge_present() -> bool:
 _SLOW_FILES = frozenset(
     {
         "test_examples_and_cli.py",
-        "test_gaudi_emulation.py",
+        "test_gaudi_scripts.py",
         "test_launchers.py",
         "test_precision_example.py",
         "test_ray_train.py",
@@ -172,7 +173,7 @@ def _fresh_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 #: ``0`` runs every subprocess of the suite in the real interpreter instead of the preloaded one (to compare).
 PRELOADED_PYTHON_ENV = "LIGHTNING_HPU_TEST_PRELOADED_PYTHON"
 #: Where scripts/setup.sh installs Open MPI (and mpi4py) for the mpirun tests.
-MPI_PREFIX = Path(__file__).resolve().parents[1] / "build" / "mpi"
+MPI_PREFIX = ROOT / "build" / "mpi"
 MPI_LIBRARIES = MPI_PREFIX / "lib"
 #: What the preloaded server's environment leaves out: the stand-in's and the bridge's settings, launch variables.
 _NOT_PRELOADED = ("LIGHTNING_HPU_", "PT_HPU_", "HABANA_", "HLS_", "DS_ACCELERATOR", "PYTEST_", *_LAUNCH_VARIABLES)
@@ -180,7 +181,8 @@ _NOT_PRELOADED = ("LIGHTNING_HPU_", "PT_HPU_", "HABANA_", "HLS_", "DS_ACCELERATO
 
 @pytest.fixture(scope="session")
 def python_executable(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The Python for subprocesses that run a script (``tests/preloaded_python.py``): a fork of an interpreter that
+    """The Python for subprocesses that run a script (``tests/helpers/preloaded_python.py``): a fork of an interpreter
+    that
     has torch and Lightning imported, which starts in under a second instead of 6-8 s. Tests about processes
     themselves (start-up, clean exits, a rank following its launcher, a writer killed mid-save) use
     ``sys.executable``."""
@@ -212,7 +214,7 @@ def two_device_run(
 @pytest.fixture
 def standin(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
     """The package's backend on a freshly created CPU stand-in (eager mode, the default of current Gaudi software;
-    one GAUDI2). What only the stand-in knows (its counters) is ``tests.standin.counters()``."""
+    one GAUDI2). What only the stand-in knows (its counters) is ``tests.helpers.standin.counters()``."""
     from gaudi_standin.emulator import machine as standin_runtime
     from lightning_hpu.runtime import get_backend, reset_backend, settings
 

@@ -13,31 +13,36 @@ docs/guide/supported-versions.md):
 * PyPI's Linux builds of torch 2.9.1, 2.10.0, 2.11.0 and 2.15.0 are CUDA builds (2.13.0 also has the ``+cpu`` build the
   pinned leg installs), in which CUDA is torch's one accelerator: the stand-in's device library replaces CUDA's
   hooks before ``torch._C`` initialises (``gaudi_standin/startup/early_load.py``, ``hpu_cuda_hooks.cpp``), so hpu is the
-  accelerator there as on a CPU build, and CUDA is off in stand-in processes. Tested by ``tests/test_cuda_build.py``
+  accelerator there as on a CPU build, and CUDA is off in stand-in processes. Tested by
+  ``tests/gaudi_standin/startup/test_cuda_build.py``
   on the oldest, newest and Gaudi legs (and by every test that trains on hpu there).
 * Device meshes built with the same sizes compare equal and hash alike (torch 2.13 and 2.15 both), so a table keyed
   by meshes hands a new mesh the entry of an equal older one, and loses it when that one is collected: on torch 2.15
   this happened in the two-rank FSDP2 context-parallel run. The gradient mesh of a context-parallel mesh is kept on
   the mesh object itself (``distributed/context_parallel.py``; no branch needed;
-  ``test_a_mesh_keeps_its_gradient_mesh_when_an_equal_older_mesh_is_collected`` in ``tests/test_context_parallel.py``,
+  ``test_a_mesh_keeps_its_gradient_mesh_when_an_equal_older_mesh_is_collected`` in
+  ``tests/lightning_hpu/distributed/test_context_parallel.py``,
   and the two-rank FSDP2 run there, on the newest leg).
 * torch 2.15's triton (3.9) counts its nanobind objects when the interpreter is torn down and prints those still
   alive as leaks: objects kept from the collector with ``gc.freeze()`` at exit show up there. Nothing in the
   package freezes; the tests' preloaded interpreter gives its objects back before exit
-  (``tests/preloaded_python.py``, ``test_exit_status_signals_tracebacks_and_the_fallback`` on the newest leg).
+  (``tests/helpers/preloaded_python.py``, ``test_exit_status_signals_tracebacks_and_the_fallback`` on the newest leg).
 * torch 2.9 routes a coalesced tensor reduce-scatter (FSDP's ``_coalescing_manager``) through
   ``ProcessGroup.reduce_scatter_tensor_coalesced``, torch 2.13 through ``reduce_scatter_single_coalesced``: the
   stand-in's ``"hccl"`` group overrides both names, so HCCL's reduce-op check runs on every torch
   (``gaudi_standin/distributed/process_group.py``; no branch needed;
-  ``test_coalesced_reduce_scatter_through_torch_is_checked`` in ``tests/test_cpu_process_group.py``, on the oldest
+  ``test_coalesced_reduce_scatter_through_torch_is_checked`` in
+  ``tests/gaudi_standin/distributed/test_process_group.py``, on the oldest
   leg).
 * torch 2.9's ``mse_loss`` backward refuses inputs of two dtypes ("Found dtype BFloat16 but expected Float"), which
   torch 2.13 accepts; under ``precision="bf16-true"`` the batch arrives in bf16, so a loss on a float32 output needs
-  both sides cast (``examples/precision.py`` does, run by ``tests/test_precision_example.py`` on the oldest leg).
+  both sides cast (``examples/precision.py`` does, run by ``tests/examples/test_precision_example.py`` on the oldest
+  leg).
   User code, nothing for the package to change.
 * Lightning 2.6.0 prints its "💡 Tip" about litmodels while a Trainer is created and has no LitLogger tip; the
   newest 2.6.x prints both, at ``fit``: ``integration/quiet_tips.py`` leaves them out of HPU Trainers on both
-  (``test_lightnings_tips_are_left_out_of_hpu_trainers_only`` in ``tests/test_user_errors.py``, on the oldest leg).
+  (``test_lightnings_tips_are_left_out_of_hpu_trainers_only`` in ``tests/lightning_hpu/support/test_user_errors.py``,
+  on the oldest leg).
 
 Versions are compared by their release numbers only: Habana's torch builds carry local tags
 (``2.9.0+hpu.synapse.v1.23.0``) or pre-release tags (``2.9.0a0+git…``), and count as the release they are built

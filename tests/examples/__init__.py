@@ -1,0 +1,1 @@
+"""The repository's ``examples/`` run as a user runs them."""

@@ -1,0 +1,37 @@
+"""examples/transformers_finetune.py: stock Transformers models fine-tuned on two stand-in HPUs from a GaudiConfig."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.paths import ROOT
+
+pytest.importorskip("transformers")
+
+#: Launch variables of the test process that would make the example's ranks think they were already launched.
+_LAUNCH_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK", "NODE_RANK", "RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")
+
+
+@pytest.mark.multiprocess
+def test_transformers_example_fine_tunes_a_classifier_and_a_causal_lm_on_two_hpus(
+    python_executable: str, tmp_path: Path
+) -> None:
+    env = {key: value for key, value in os.environ.items() if key not in _LAUNCH_VARIABLES}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
+    env.update(LIGHTNING_HPU_BACKEND="cpu", LIGHTNING_HPU_CPU_DEVICES="2", TRANSFORMERS_OFFLINE="1", HF_HUB_OFFLINE="1")
+    result = subprocess.run(
+        [python_executable, str(ROOT / "examples" / "transformers_finetune.py"), "--devices", "2", "--max-steps", "4"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=400,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+    for task in ("classification", "causal-lm"):
+        (line,) = [line for line in result.stdout.splitlines() if line.startswith(f"{task}: losses")]
+        losses = [float(value) for value in re.findall(r"\d+\.\d+", line.split(";")[0])]
+        assert len(losses) == 4 and losses[-1] < losses[0], line  # it learns
+        assert "precision bf16-mixed, optimizer FusedAdamW, 2 HPUs, MFU" in line  # the GaudiConfig and the monitor
+    assert list(tmp_path.glob("lightning_logs/transformers_causal-lm/*/metrics.csv"))

@@ -1,0 +1,265 @@
+"""Installed means working: Lightning learns ``hpu`` when it is imported, in ``lightning`` and in the standalone
+``pytorch_lightning``/``lightning_fabric``, with no ``import lightning_hpu``; ``LIGHTNING_HPU_AUTOLOAD=0`` turns it
+off; a machine without HPUs sees no difference; the core scenarios run under both namespaces.
+
+The processes about start-up run ``sys.executable`` (the preloaded interpreter has imported Lightning already).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.namespaces import NAMESPACE_ENV, NAMESPACES
+from tests.helpers.paths import ROOT
+
+SCENARIOS = ROOT / "tests" / "namespace_scenarios.py"
+_NOT_INHERITED = ("LIGHTNING_HPU_", "PT_HPU_", "HABANA_", "WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_")
+
+
+def _env(**values: str) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith(_NOT_INHERITED)}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT)])
+    env.update(values)
+    return env
+
+
+def _python(code: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=cwd, capture_output=True, text=True, timeout=300
+    )
+
+
+def _last_json(result: subprocess.CompletedProcess[str]) -> Any:
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+NO_IMPORT = """
+import json, sys
+import lightning as L
+import pytorch_lightning as pl
+from lightning_fabric import Fabric
+from lightning.pytorch.demos.boring_classes import BoringModel
+
+seen = {"imported_by_lightning": "lightning_hpu" in sys.modules}
+quiet = dict(logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+trainer = L.Trainer(accelerator="hpu", devices=1, max_steps=2, **quiet)
+trainer.fit(BoringModel())
+seen["lightning"] = [type(trainer.accelerator).__module__, type(trainer.strategy).__name__]
+seen["lightning_auto"] = type(L.Trainer(**quiet).accelerator).__module__
+trainer = pl.Trainer(accelerator="hpu", devices=1, **quiet)
+seen["pytorch_lightning"] = [type(trainer.accelerator).__module__, type(trainer.strategy).__module__]
+seen["pytorch_lightning_auto"] = type(pl.Trainer(**quiet).accelerator).__module__
+fabric = Fabric(accelerator="hpu", devices=1, precision="bf16-mixed")
+seen["lightning_fabric"] = [type(fabric.accelerator).__module__, type(fabric.strategy._precision).__module__]
+seen["lightning_fabric_auto"] = type(Fabric().accelerator).__module__
+
+import lightning_hpu
+from lightning_hpu import standalone
+refused = []
+pairs = ((pl.Trainer, lightning_hpu.HPUParallelStrategy()), (L.Trainer, standalone.HPUParallelStrategy()))
+for trainer_cls, strategy in pairs:
+    try:
+        trainer_cls(accelerator="hpu", strategy=strategy, **quiet)
+    except lightning_hpu.HPUConfigurationError as error:
+        refused.append(str(error))
+seen["refused"] = refused
+seen["shared"] = standalone.wrap_in_hpu_graph is lightning_hpu.wrap_in_hpu_graph
+print(json.dumps(seen))
+"""
+
+
+def test_every_lightning_package_knows_hpu_without_importing_lightning_hpu(tmp_path: Path) -> None:
+    seen = _last_json(_python(NO_IMPORT, _env(LIGHTNING_HPU_BACKEND="cpu"), tmp_path))
+    assert seen["imported_by_lightning"], "importing lightning registered lightning-hpu"
+    assert seen["lightning"] == ["lightning_hpu.pytorch.accelerator", "SingleHPUStrategy"]
+    assert seen["lightning_auto"] == "lightning_hpu.pytorch.accelerator"  # Trainer() picks the HPU
+    assert seen["pytorch_lightning"] == [
+        "lightning_hpu.standalone.pytorch.accelerator",
+        "lightning_hpu.standalone.pytorch.strategies.single",
+    ]
+    assert seen["pytorch_lightning_auto"] == "lightning_hpu.standalone.pytorch.accelerator"
+    # Fabric's accelerator and precision plugin live below both trees (the Trainer's extend them).
+    assert seen["lightning_fabric"] == [
+        "lightning_hpu.standalone.device.accelerator",
+        "lightning_hpu.standalone.precision.hpu_precision",
+    ]
+    assert seen["lightning_fabric_auto"] == "lightning_hpu.standalone.device.accelerator"
+    assert seen["refused"] == [
+        "`Trainer(strategy=HPUParallelStrategy(...))` is a class of lightning, but this Trainer is"
+        " pytorch_lightning/lightning_fabric's, whose classes it cannot use: import both from"
+        " pytorch_lightning/lightning_fabric and lightning_hpu.standalone, or both from lightning and lightning_hpu.",
+        "`Trainer(strategy=HPUParallelStrategy(...))` is a class of pytorch_lightning/lightning_fabric, but this"
+        " Trainer is lightning's, whose classes it cannot use: import both from lightning and lightning_hpu, or both"
+        " from pytorch_lightning/lightning_fabric and lightning_hpu.standalone.",
+    ]
+    assert seen["shared"], "a Lightning-free function is the same object under both namespaces"
+
+
+STANDALONE_FIRST = """
+import json, warnings
+warnings.simplefilter("error", RuntimeWarning)  # a failed registration warns
+from lightning_hpu.standalone.fabric.strategies import HPUDDPStrategy  # imports lightning_fabric, pytorch_lightning
+import pytorch_lightning as pl
+from lightning_fabric import Fabric
+
+quiet = dict(logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+print(json.dumps({
+    "pytorch_lightning": type(pl.Trainer(accelerator="hpu", devices=1, **quiet).accelerator).__module__,
+    "lightning_fabric": type(Fabric(accelerator="hpu", devices=1).accelerator).__module__,
+}))
+"""
+
+
+def test_importing_a_standalone_module_before_lightning_still_registers(tmp_path: Path) -> None:
+    # The module imports pytorch_lightning half-way through its own run; registering at that moment would import
+    # it half-run: the registration waits until it has run.
+    seen = _last_json(_python(STANDALONE_FIRST, _env(LIGHTNING_HPU_BACKEND="cpu"), tmp_path))
+    assert seen == {
+        "pytorch_lightning": "lightning_hpu.standalone.pytorch.accelerator",
+        "lightning_fabric": "lightning_hpu.standalone.device.accelerator",
+    }
+
+
+WITHOUT_HPU = """
+import io, json, sys, warnings
+from contextlib import redirect_stderr, redirect_stdout
+
+import torch  # torch first, then Lightning (the other test imports Lightning first, which imports torch)
+
+warnings.simplefilter("always")
+captured = io.StringIO()
+with warnings.catch_warnings(record=True) as caught, redirect_stdout(captured), redirect_stderr(captured):
+    import lightning as L
+    import pytorch_lightning as pl
+    L.Trainer(logger=False, enable_checkpointing=False)
+    pl.Trainer(logger=False, enable_checkpointing=False)
+seen = {
+    "output": captured.getvalue().splitlines(),
+    "warnings": sorted({f"{w.category.__name__}: {w.message}" for w in caught}),
+    "imported": "lightning_hpu" in sys.modules,
+    "auto": type(L.Trainer(logger=False).accelerator).__name__,
+}
+try:
+    L.Trainer(accelerator="hpu")
+except Exception as error:
+    seen["hpu"] = f"{type(error).__name__}: {error}"
+print(json.dumps(seen))
+"""
+
+
+def test_a_machine_without_hpus_sees_no_difference_and_the_switch_turns_registration_off(tmp_path: Path) -> None:
+    on = _last_json(_python(WITHOUT_HPU, _env(), tmp_path))
+    off = _last_json(_python(WITHOUT_HPU, _env(LIGHTNING_HPU_AUTOLOAD="0"), tmp_path))
+    assert on["imported"] and not off["imported"]
+    assert on["output"] == off["output"] and not [line for line in on["output"] if "HPU" in line]
+    assert on["warnings"] == off["warnings"]
+    assert on["auto"] == off["auto"] == "CPUAccelerator"
+    assert on["hpu"].startswith("HPUNotAvailableError: HPU was requested but the Intel Gaudi bridge")
+    assert "LIGHTNING_HPU_BACKEND=cpu" in on["hpu"]
+    assert off["hpu"].startswith("ValueError: You selected an invalid accelerator name: `accelerator='hpu'`")
+
+
+def test_a_broken_install_warns_once_and_leaves_lightning_as_it_was(tmp_path: Path) -> None:
+    broken = tmp_path / "broken" / "lightning_hpu"
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text("raise ImportError('a file of the install is missing')\n")
+    env = _env(LIGHTNING_HPU_BACKEND="cpu")
+    env["PYTHONPATH"] = os.pathsep.join([str(broken.parent), str(ROOT)])  # the broken package hides the real one
+    code = """
+    import json, warnings
+    warnings.simplefilter("always")
+    with warnings.catch_warnings(record=True) as caught:
+        import lightning as L
+        import pytorch_lightning as pl
+        trainer = L.Trainer(accelerator="cpu", logger=False, enable_checkpointing=False)
+    print(json.dumps([str(w.message) for w in caught if "lightning-hpu" in str(w.message)]))
+    """
+    messages = _last_json(_python(code, env, tmp_path))
+    assert len(messages) == 1, messages
+    assert messages[0].startswith("lightning-hpu is installed but could not register accelerator='hpu' with lightning")
+    assert "LIGHTNING_HPU_AUTOLOAD=0" in messages[0]
+
+
+def _scenarios(python: str, tmp_path: Path, namespace: str, mode: str) -> dict[str, Any]:
+    out = tmp_path / mode
+    out.mkdir()
+    env = _env(LIGHTNING_HPU_BACKEND="cpu", **{NAMESPACE_ENV: namespace})
+    if mode == "lazy":
+        env["PT_HPU_LAZY_MODE"] = "1"
+    result = subprocess.run(
+        [python, str(SCENARIOS), str(out), mode], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, (result.stdout + result.stderr)[-5000:]
+    return json.loads((out / "report.json").read_text())
+
+
+@pytest.mark.multiprocess
+@pytest.mark.parametrize("namespace", NAMESPACES)
+def test_core_scenarios_run_in_both_namespaces(namespace: str, python_executable: str, tmp_path: Path) -> None:
+    """Fit and resume, bf16 and fp8, the profiler, compile, LightningCLI, GaudiConfig and HPU graphs (lazy mode),
+    written once against ``lightning`` and run against each namespace."""
+    report = {**_scenarios(python_executable, tmp_path, namespace, "eager")}
+    report.update(_scenarios(python_executable, tmp_path, namespace, "lazy"))
+    ours = "lightning_hpu.standalone." if namespace == "standalone" else "lightning_hpu."
+    theirs = "pytorch_lightning." if namespace == "standalone" else "lightning.pytorch."
+
+    for scenario in ("fit_and_resume", "cli", "gaudi_config", "hpu_graphs"):
+        classes = report[scenario]["classes"]
+        assert classes["trainer"].startswith(theirs), classes
+        assert classes["accelerator"] == f"{ours}pytorch.accelerator.HPUAccelerator", classes
+        assert classes["strategy"] == f"{ours}pytorch.strategies.single.SingleHPUStrategy", classes
+        assert classes["precision"].startswith(f"{ours}pytorch.plugins."), classes
+    assert report["fit_and_resume"]["resume_max_diff"] == 0.0
+    assert report["precisions"]["bf16-mixed"]["plugin"] == f"{ours}pytorch.plugins.precision.HPUPrecisionPlugin"
+    assert report["precisions"]["fp8"]["plugin"] == f"{ours}pytorch.plugins.precision.HPUPrecisionPlugin"
+    assert all(entry["loss"] == entry["loss"] for entry in report["precisions"].values())  # not NaN
+    assert report["profiler"]["by_name"] == f"{ours}pytorch.profilers.hpu.HPUProfiler"
+    assert report["profiler"]["traces"], "the HPU profiler wrote a trace"
+    assert report["compiled"]["callback"] == f"{ours}pytorch.callbacks.compile"
+    assert report["compiled"]["loss"] == pytest.approx(report["compiled"]["eager_loss"], rel=1e-4)
+    assert report["cli"]["lr"] == 0.01
+    assert report["hpu_graphs"]["lazy"] and report["hpu_graphs"]["callback"] == f"{ours}pytorch.callbacks.hpu_graphs"
+
+
+NEURALFORECAST = """
+import json, sys
+import numpy as np, pandas as pd, torch
+from neuralforecast import NeuralForecast
+from neuralforecast.models import NHITS
+
+n = 48
+frame = pd.DataFrame({"unique_id": "s", "ds": pd.date_range("2024-01-01", periods=n, freq="D"),
+                      "y": np.sin(np.arange(n) / 4.0)})
+model = NHITS(h=4, input_size=8, max_steps=5, accelerator="hpu", devices=1, enable_progress_bar=False,
+              logger=False, enable_checkpointing=False)
+forecast = NeuralForecast(models=[model], freq="D")
+forecast.fit(frame)
+predicted = forecast.predict()
+print(json.dumps({
+    "rows": len(predicted),
+    "hpu_memory": torch.hpu.max_memory_allocated(),
+    "standalone_accelerator": "lightning_hpu.standalone.pytorch.accelerator" in sys.modules,
+    "uses_pytorch_lightning": "pytorch_lightning" in sys.modules,
+}))
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("neuralforecast") is None, reason="needs neuralforecast (test extra)")
+def test_a_library_built_on_pytorch_lightning_trains_on_the_hpu(tmp_path: Path) -> None:
+    """Nixtla's neuralforecast builds its own ``pytorch_lightning.Trainer`` from the model's arguments."""
+    result = _python(NEURALFORECAST, _env(LIGHTNING_HPU_BACKEND="cpu"), tmp_path)
+    seen = _last_json(result)
+    assert seen == {"rows": 4, "hpu_memory": seen["hpu_memory"], "standalone_accelerator": True,
+                    "uses_pytorch_lightning": True}  # fmt: skip
+    assert seen["hpu_memory"] > 0, "the model ran on the HPU"
+    assert "HPU available: True (GAUDI2, eager, CPU stand-in), using: 1 HPU" in result.stdout + result.stderr

@@ -1,0 +1,1 @@
+"""The source tree as a whole (layers, imports) and the test suite's own machinery."""

@@ -11,7 +11,9 @@ refuses it.
 :func:`register_with` registers it as TorchDynamo's registry loads (the stand-in's import hook), so
 ``torch.compile(backend="hpu_backend")`` works whether or not anything imported the bridge, as on a Gaudi, where
 loading the bridge registers it; :func:`register_hpu_backend` registers it at once (idempotent). Its settings are the
-emulated bridge's (``habana_frameworks.torch.dynamo.compile_backend.config``), read when something compiles.
+emulated bridge's (``habana_frameworks.torch.dynamo.compile_backend.config``), read when something compiles. What it
+did with each node is written to the bridge's compile logs (``compile_backend.passes.logger`` and
+``compile_backend.shared_layer.logger``) when they are listening (:mod:`gaudi_standin.compiler.graph_log`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from typing import Any
 
 import torch
 
-from gaudi_standin.emulator import dynamic_shapes, machine
+from gaudi_standin.compiler.inner import _counting_recipes  # noqa: F401  (kept importable here: how recipes are counted)
+from gaudi_standin.emulator import machine
 from gaudi_standin.emulator.environment import LAZY_MODE_ENV, lazy_mode_env_value
 
 #: The name the bridge registers with TorchDynamo.
@@ -37,71 +40,23 @@ class CompileInLazyModeError(RuntimeError):
 _lock = threading.Lock()
 
 
-def _recipe_key(code: str, signature: tuple[Any, ...]) -> str:
-    """The recipe cache key of a compiled graph (its generated code) at concrete input shapes."""
-    from gaudi_standin.emulator.recipe_store import RecipeStore
+def _compilers() -> ModuleType:
+    """The emulated ``compile_backend.compilers``, looked up at each compilation (as a test patching it expects)."""
+    from gaudi_standin.bridge.habana_frameworks.torch.dynamo.compile_backend import compilers
 
-    return RecipeStore.key("compiled", code, signature)
-
-
-def _standin_counters() -> Any:
-    """The emulated runtime's counters (to count compiled graphs and recipes)."""
-    return machine.current().counters
+    return compilers
 
 
-def _shape_signature(args: list[Any]) -> tuple[Any, ...]:
-    """The concrete shapes (and integer sizes) a compiled graph is called with: what a device recipe is built for."""
-    if dynamic_shapes.enabled():  # one recipe serves every size of the graph's tensors
-        return tuple(len(arg.shape) for arg in args if isinstance(arg, torch.Tensor))
-    return tuple(tuple(arg.shape) if isinstance(arg, torch.Tensor) else arg for arg in args if not callable(arg))
+def _training_forward(graph: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+    return _compilers().hpu_training_compiler_fw(graph, example_inputs)
 
 
-def _counting_recipes(run: Callable[..., Any], counters: Any, code: str) -> Callable[..., Any]:
-    """``run`` (a boxed graph of source ``code``), counting one recipe per new concrete input-shape signature.
-
-    Habana's graph compiler builds a recipe for static shapes (refined dynamic shapes are off by default), so a
-    graph that TorchDynamo compiled once with symbolic sizes still costs the device a compilation for each new
-    shape it meets. ``counters.compiled_recipes`` counts those, the first shape included, except recipes found in
-    the on-disk recipe cache (``PT_HPU_RECIPE_CACHE_CONFIG``, :mod:`gaudi_standin.emulator.recipe_store`), which are
-    loaded instead. With dynamic shapes on, one recipe serves every size
-    (:mod:`~gaudi_standin.emulator.dynamic_shapes`).
-    """
-    from gaudi_standin.emulator.recipe_store import active_store
-
-    seen: set[tuple[Any, ...]] = set()
-
-    def run_counting(args: list[Any]) -> Any:
-        signature = _shape_signature(args)
-        if signature not in seen:
-            seen.add(signature)
-            store = active_store()
-            key = _recipe_key(code, signature)
-            if store is None or not store.load(key):
-                counters.compiled_recipes += 1
-                if store is not None:
-                    store.store(key, code)
-        return run(args)
-
-    run_counting._boxed_call = True  # type: ignore[attr-defined]  # AOTAutograd's boxed calling convention
-    return run_counting
+def _training_backward(graph: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+    return _compilers().hpu_training_compiler_bw(graph, example_inputs)
 
 
-def _counting_compiler(kind: str) -> Callable[[torch.fx.GraphModule, list[Any]], Callable[..., Any]]:
-    """An AOTAutograd compiler that runs the graph eagerly, counting graphs and (forward) recipes per shape."""
-    from torch._functorch.aot_autograd import make_boxed_func
-
-    def compile_graph(graph: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
-        counters = _standin_counters()
-        run = make_boxed_func(graph.forward)
-        if counters is None:
-            return run
-        counters.compiled_graphs += 1
-        if kind == "backward":
-            counters.compiled_backward_graphs += 1
-            return run
-        return _counting_recipes(run, counters, graph.code)
-
-    return compile_graph
+def _inference(graph: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+    return _compilers().hpu_inference_compiler(graph, example_inputs)
 
 
 def hpu_backend(graph: torch.fx.GraphModule, example_inputs: list[Any], **kwargs: Any) -> Callable[..., Any]:
@@ -121,8 +76,9 @@ def hpu_backend(graph: torch.fx.GraphModule, example_inputs: list[Any], **kwargs
     backend_config: Any = config  # a torch config module: ``install_config_module`` gave it ``patch``
     with backend_config.patch(dict(kwargs.get("options") or {})):
         return aot_autograd(
-            fw_compiler=_counting_compiler("forward"),
-            bw_compiler=_counting_compiler("backward"),
+            fw_compiler=_training_forward,
+            bw_compiler=_training_backward,
+            inference_compiler=_inference,
             keep_inference_input_mutations=bool(backend_config.keep_input_mutations),
         )(graph, example_inputs)
 

@@ -186,7 +186,9 @@ def standin_make_graphed_callables(
     results: list[Any] = []
     for index, (func, args) in enumerate(zip(funcs, per_args, strict=True)):
         name = "callables" if single else f"callables[{index}]"
-        graphed = _graph_one(func, tuple(args), name, warmups, allow_unused_input, asynchronous, dry_run, counters)
+        # As the bridge's: without the tensor cache the captures are dry runs.
+        dry = dry_run or disable_tensor_cache
+        graphed = _graph_one(func, tuple(args), name, warmups, allow_unused_input, asynchronous, dry, counters)
         if isinstance(func, Module):
             func.forward = _train_state_forward(func, func.training, graphed, func.forward)
             results.append(func)

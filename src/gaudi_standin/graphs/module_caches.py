@@ -157,8 +157,12 @@ def standin_wrap_in_hpu_graph(
             tensors = [t.clone() for t in tensors]
             args, kwargs = rebuild((args, kwargs), tensors)
         graph = StandInGraph(counters)
-        with standin_capture(graph, dry_run=bool(dry_run)):
+        # As the bridge's: without the tensor cache the capture is a dry run, and a dry run is replayed once.
+        dry = bool(dry_run) or no_tensor_cache
+        with standin_capture(graph, dry_run=dry):
             outputs = original(*args, **kwargs)
+        if dry:
+            graph.replay(asynchronous)
         cache[key] = _InferenceGraph(graph, tensors, outputs)
         counters.graph_cache_inserts += 1
         return outputs
@@ -257,7 +261,8 @@ class StandInModuleCacher:
         self._options = dict(
             allow_unused_input=allow_unused_input,
             asynchronous=asynchronous,
-            dry_run=_env_flag(DRY_RUN_ENV, dry_run),
+            # As the bridge's: without the tensor cache the captures are dry runs (replays alone update state).
+            dry_run=_env_flag(DRY_RUN_ENV, dry_run) or _env_flag(DISABLE_TENSOR_CACHE_ENV, disable_tensor_cache),
         )
 
         @functools.wraps(original)  # keeps the module's forward signature, as the bridge's wrapper does

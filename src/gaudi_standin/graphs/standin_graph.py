@@ -33,6 +33,8 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
+from gaudi_standin.graphs.dry_run import StateKeeper
+
 aten = torch.ops.aten
 
 
@@ -176,10 +178,11 @@ def _plan(func: Any) -> tuple[bool, list[int]]:
 class _Recorder(TorchDispatchMode):
     """Records every aten op of a capture (forward, autograd's backward, in-place updates) into ``steps``."""
 
-    def __init__(self) -> None:
+    def __init__(self, keeper: StateKeeper | None = None) -> None:
         super().__init__()
         self.steps: list[_Step] = []
         self.failed = False
+        self.keeper = keeper  # a dry run's: undoes the capture's writes to existing tensors at its end
 
     def __torch_dispatch__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
@@ -191,6 +194,8 @@ class _Recorder(TorchDispatchMode):
         if reason is not None:
             self.failed = True
             raise _fail(reason)
+        if self.keeper is not None:
+            self.keeper.before(func, args, kwargs)
         out = func(*args, **kwargs)
         if func.overloadpacket not in _METADATA_OPS and any(
             isinstance(leaf, (bool, int, float, complex)) for leaf in tree_leaves(out)
@@ -198,6 +203,8 @@ class _Recorder(TorchDispatchMode):
             self.failed = True
             raise _fail(f"{func} (it returns a Python value, a host sync)")
         needed, fresh = _plan(func)
+        if self.keeper is not None:
+            self.keeper.allocated(_fresh_tensors(out, fresh, len(func._schema.returns)))
         if needed and func.overloadpacket not in _METADATA_INPLACE_OPS:
             self.steps.append(_Step(func, args, kwargs, fresh, out))
         return out
@@ -250,12 +257,13 @@ class StandInGraph:
         return self._recorder is not None
 
     def capture_begin(self, dry_run: bool = False) -> None:
-        """Start recording. ``dry_run`` is the bridge's; the stand-in always computes during the capture."""
+        """Start recording. The stand-in computes during every capture; with ``dry_run`` (the bridge's: record
+        without executing) the capture's writes to tensors that existed before it are undone at its end."""
         global _active_capture
         if _active_capture is not None:
             raise RuntimeError("Only one HPU graph capture may be underway at a time: end the current one first.")
         self.reset()
-        self._recorder = _Recorder()
+        self._recorder = _Recorder(StateKeeper() if dry_run else None)
         self._guard = _HostGuard(self._recorder)
         self._inference_mode = torch.is_inference_mode_enabled()
         self._rng_state = torch.get_rng_state()  # the device's generator is the host's (see _stop)
@@ -288,6 +296,8 @@ class StandInGraph:
         guard.__exit__(None, None, None)
         self._recorder = self._guard = None
         _active_capture = None
+        if recorder.keeper is not None:
+            recorder.keeper.restore()
         if self._rng_state is not None:
             # As on the bridge, whose graph holds the generator: capturing draws no random numbers, and each replay
             # draws what one eager run would, so a graphed module's random ops match eager ones run for run.

@@ -155,6 +155,15 @@ def _reduce(per_sample: Tensor, target_lengths: Tensor, reduction: int) -> Tenso
     return per_sample.sum() if reduction == get_enum("sum") else per_sample
 
 
+def _batched(
+    log_probs: Tensor, targets: Tensor, input_lengths: Tensor, target_lengths: Tensor
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """An unbatched call (``log_probs`` of ``(T, C)``, as the bridge's kernel accepts) as a batch of one."""
+    if log_probs.dim() != 2:
+        return log_probs, targets, input_lengths, target_lengths
+    return log_probs.unsqueeze(1), targets.reshape(1, -1), input_lengths.reshape(1), target_lengths.reshape(1)
+
+
 def ctc_loss_custom(
     log_probs: Tensor,
     targets: Tensor,
@@ -164,6 +173,7 @@ def ctc_loss_custom(
     reduction: int,
     zero_infinity: bool,
 ) -> tuple[Tensor, Tensor]:
+    log_probs, targets, input_lengths, target_lengths = _batched(log_probs, targets, input_lengths, target_lengths)
     nll, alpha = torch.ops.aten._ctc_loss.Tensor(
         log_probs, targets, input_lengths.long(), target_lengths.long(), blank, zero_infinity
     )
@@ -182,15 +192,18 @@ def ctc_loss_custom_backward(
     reduction: int,
     zero_infinity: bool,
 ) -> Tensor:
+    unbatched = log_probs.dim() == 2
+    log_probs, targets, input_lengths, target_lengths = _batched(log_probs, targets, input_lengths, target_lengths)
     inputs, lengths = input_lengths.long(), target_lengths.long()
     nll, alpha = torch.ops.aten._ctc_loss.Tensor(log_probs, targets, inputs, lengths, blank, zero_infinity)
     batch = nll.shape[0]
     per_sample = grad.expand(batch) if grad.dim() == 0 else grad.reshape(-1).expand(batch)
     if reduction == get_enum("mean"):
         per_sample = per_sample / lengths.clamp(min=1).to(grad.dtype) / batch
-    return torch.ops.aten._ctc_loss_backward.Tensor(
+    grad_log_probs = torch.ops.aten._ctc_loss_backward.Tensor(
         per_sample.contiguous(), log_probs, targets, inputs, lengths, nll, alpha, blank, zero_infinity
     )
+    return grad_log_probs.squeeze(1) if unbatched else grad_log_probs
 
 
 define(

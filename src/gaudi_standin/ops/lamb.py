@@ -3,7 +3,8 @@
 The bridge's ``FusedLamb.step`` calls them in this order; the formulas are those of the stand-in's
 :class:`~gaudi_standin.optimizers.FusedLamb` (the bridge's kernel tests' reference):
 
-- ``fused_norm(grads, max_norm)``: ``[n / max_norm]`` if the global 2-norm ``n`` exceeds ``max_norm``, else ``[1]``;
+- ``fused_norm(grads, max_norm)``: ``[n / max_norm]`` if the global 2-norm ``n`` exceeds ``max_norm``, else ``[1]``,
+  each step rounded to the gradients' dtype as the kernel's;
 - ``phase1``: with ``g = grad / clip``, ``m = beta1 m + b g`` (``b = 1 - beta1`` if ``grad_averaging`` else 1),
   ``v = beta2 v + (1 - beta2) g^2``, the step ``u = (m / bc1) / (sqrt(v / bc2) + eps) + weight_decay w``; it writes
   ``m``, ``v``, ``u`` and the norms ``||w||``, ``||u||``;
@@ -22,9 +23,14 @@ __all__ = ["optimizer_lamb_fused_norm", "optimizer_lamb_phase1", "optimizer_lamb
 
 
 def optimizer_lamb_fused_norm(grad: list[Tensor], max_norm: float) -> Tensor:
-    norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.float()) for g in grad])).reshape(1)
-    clip = torch.where(norm > max_norm, norm / max_norm, torch.ones_like(norm))
-    return clip.to(grad[0].dtype)
+    """Every step in the gradients' dtype, as the bridge's kernel (``optimizer_lamb_gen.cpp``: a sum of squares per
+    gradient, their sum, its square root and the division, each output in that dtype) and its tests' reference."""
+    dtype = grad[0].dtype
+    total = torch.zeros(1, dtype=dtype, device=grad[0].device)
+    for g in grad:
+        total.add_(g.to(dtype).pow(2).sum())
+    norm = total.sqrt()
+    return torch.where(norm > max_norm, norm / max_norm, torch.ones_like(norm))
 
 
 def _fake_fused_norm(grad: list[Tensor], max_norm: float) -> Tensor:

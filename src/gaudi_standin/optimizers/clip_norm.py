@@ -40,3 +40,19 @@ class FusedClipNorm:
             grad.mul_(scale.to(grad.dtype))
         _mark_step()
         return total.to(self.dtype)
+
+
+@torch.no_grad()
+def fused_norm(grad: list[Tensor], max_norm: Tensor, norm_type: float) -> Tensor:
+    """The bridge's ``_hpex_C.fused_norm``: scale ``grad`` in place to a total 2-norm of at most ``max_norm``.
+
+    Returns the total norm before clipping, shape ``[1]`` in the gradients' dtype. As the bridge's kernel, only the
+    2-norm is supported (``norm_type=2.0``, what ``FusedClipNorm`` passes).
+    """
+    if float(norm_type) != 2.0:
+        raise RuntimeError(f"unsupported norm_type for fused norm: {norm_type} (only 2.0 is supported)")
+    total = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.float()) for g in grad]))
+    scale = torch.clamp(max_norm.float().reshape(()) / (total + 1e-6), max=1.0)
+    for g in grad:
+        g.mul_(scale.to(g.dtype))
+    return total.reshape(1).to(grad[0].dtype)

@@ -57,10 +57,11 @@ def _moment_dtypes(moments_dtype: Any) -> tuple[torch.dtype | None, torch.dtype 
             f"`moments_dtype={moments_dtype!r}` must be a floating dtype or a pair of them (first and second moment)."
         )
     if any(d is not None and d.itemsize == 1 for d in dtypes):
-        raise ValueError(
-            f"`moments_dtype={moments_dtype!r}`: fp8 moments need a Gaudi's fp8 kernels, which the CPU stand-in"
-            " does not have; use torch.bfloat16 or torch.float32."
-        )
+        from gaudi_standin.optimizers import fp8_moments
+
+        if not all(d is None or fp8_moments.is_fp8(d) or d.itemsize > 1 for d in dtypes):
+            raise ValueError(f"`moments_dtype={moments_dtype!r}`: fp8 moments are float8_e4m3fn or float8_e5m2.")
+        fp8_moments.check_supported(moments_dtype)
     return dtypes[0], dtypes[1]
 
 

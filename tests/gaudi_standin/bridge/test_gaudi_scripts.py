@@ -13,7 +13,6 @@ import ast
 import importlib
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -24,21 +23,13 @@ import pytest
 import gaudi_standin.startup.import_hook as hook
 from lightning_hpu.runtime import MEMORY_STAT_KEYS, bridge_installed
 from tests.helpers.paths import ROOT, SCENARIOS
-
-_LAUNCH_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "WORLD_SIZE", "LOCAL_RANK", "RANK", "DS_ACCELERATOR")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.helpers.processes import free_port, scenario_environment
 
 
 def _env(**extra: str) -> dict[str, str]:
     """The environment of a fresh script: the stand-in chosen, nothing of a launcher, a port of its own."""
-    env = {key: value for key, value in os.environ.items() if key not in _LAUNCH_VARIABLES}
-    env.pop("PT_HPU_LAZY_MODE", None)
-    env.update(LIGHTNING_HPU_BACKEND="cpu", MASTER_PORT=str(_free_port()), **extra)
+    env = scenario_environment(leave_out=("PT_HPU_LAZY_MODE", "DS_ACCELERATOR"), LIGHTNING_HPU_BACKEND="cpu")
+    env.update(MASTER_PORT=str(free_port()), **extra)
     return env
 
 

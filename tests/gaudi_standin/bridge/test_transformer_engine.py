@@ -11,13 +11,14 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
-from lightning.pytorch import LightningModule, Trainer
+from lightning.pytorch import LightningModule
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from gaudi_standin.bridge.habana_frameworks.torch.hpex.experimental import transformer_engine as te
 from lightning_hpu import HPUDeepSpeedPrecisionPlugin, HPUPrecisionPlugin
 from lightning_hpu.runtime import settings
+from tests.helpers.trainer import quiet_trainer
 
 E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
 
@@ -161,16 +162,8 @@ def _data() -> DataLoader:
 
 def _fit(plugin: Any, **kwargs: Any) -> _Classifier:
     model = _Classifier()
-    Trainer(
-        accelerator="hpu",
-        devices=1,
-        plugins=[plugin],
-        max_epochs=6,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        **kwargs,
+    quiet_trainer(
+        accelerator="hpu", devices=1, plugins=[plugin], max_epochs=6, enable_checkpointing=False, **kwargs
     ).fit(model, _data())
     return model
 

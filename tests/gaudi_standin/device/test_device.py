@@ -21,6 +21,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from lightning_hpu import HPUAccelerator
 from lightning_hpu.runtime import get_backend, require_backend
 from tests.helpers.standin import reset_backend
+from tests.helpers.trainer import quiet_trainer
 
 HPU0 = torch.device("hpu", 0)
 MIXED = "Expected all tensors to be on the same device"
@@ -169,15 +170,7 @@ class _Model(LightningModule):
 def _fit(model: LightningModule, tmp_path: Path, ckpt_path: str | None = None, **kwargs: Any) -> Trainer:
     data = TensorDataset(torch.randn(8, 4), torch.randn(8, 1))
     options = {"max_steps": 2, **kwargs}
-    trainer = Trainer(
-        accelerator="hpu",
-        devices=1,
-        default_root_dir=tmp_path,
-        logger=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        **options,
-    )
+    trainer = quiet_trainer(tmp_path, accelerator="hpu", devices=1, **options)
     trainer.fit(model, DataLoader(data, batch_size=4), ckpt_path=ckpt_path)
     return trainer
 

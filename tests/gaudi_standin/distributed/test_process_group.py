@@ -6,7 +6,6 @@ import json
 import multiprocessing
 import multiprocessing.spawn
 import os
-import socket
 import subprocess
 import traceback
 import warnings
@@ -34,6 +33,7 @@ from gaudi_standin.distributed.process_group import (
 )
 from gaudi_standin.graphs.standin_graph import StandInGraph, capture_active, standin_capture
 from tests.helpers.paths import SCENARIOS
+from tests.helpers.processes import free_port
 
 ACCEPTED_OPS = [ReduceOp.SUM, ReduceOp.MIN, ReduceOp.MAX]
 REFUSED_OPS = {
@@ -375,12 +375,6 @@ def test_register_leaves_an_existing_hccl_alone() -> None:
 # --- two processes over init_process_group("hccl") --------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _refusal(fn: Callable[[], Any]) -> str:
     """``"refused"`` if ``fn`` raised HCCL's error, else what happened instead."""
     try:
@@ -526,7 +520,7 @@ def test_two_processes_over_hccl_standin(tmp_path: Path, python_executable: str)
     spawn.set_executable(python_executable)
     try:
         mp.start_processes(
-            _worker, args=(world_size, _free_port(), str(tmp_path)), nprocs=world_size, join=True, start_method="spawn"
+            _worker, args=(world_size, free_port(), str(tmp_path)), nprocs=world_size, join=True, start_method="spawn"
         )
     finally:
         spawn.set_executable(real_executable)

@@ -8,6 +8,7 @@
 #include "hpu_device.h"
 
 #include <ATen/EmptyTensor.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/_local_scalar_dense_native.h>
 #include <ATen/ops/_reshape_alias_native.h>
@@ -71,7 +72,7 @@ class HostViews {
         c10::DataPtr fresh = host->set_data_ptr(c10::DataPtr(nullptr, c10::Device(c10::DeviceType::CPU)));
         device->set_data_ptr_noswap(adopt_host_data(std::move(fresh), nbytes, alias.device.device().index()));
         device->set_nbytes(nbytes);
-        host->set_data_ptr_noswap(c10::DataPtr(device->mutable_data(), c10::Device(c10::DeviceType::CPU)));
+        host->set_data_ptr_noswap(keeping_alive(device->mutable_data(), alias.device));
         alias.data = device->data();
       } else if (host->nbytes() != device->nbytes()) {
         device->set_nbytes(host->nbytes());
@@ -127,13 +128,22 @@ class HostViews {
       }
     }
     void* data = const_cast<void*>(device.data());
-    // Not owning: the device storage owns the bytes. Resizable, so a CPU kernel may resize an output argument.
-    c10::Storage host(c10::make_intrusive<c10::StorageImpl>(
-        c10::StorageImpl::use_byte_size_t(), device.nbytes(), c10::DataPtr(data, c10::Device(c10::DeviceType::CPU)),
-        c10::GetDefaultCPUAllocator(), /*resizable=*/true));
+    // Resizable, so a CPU kernel may resize an output argument.
+    c10::Storage host(c10::make_intrusive<c10::StorageImpl>(c10::StorageImpl::use_byte_size_t(), device.nbytes(),
+                                                            keeping_alive(data, device),
+                                                            c10::GetDefaultCPUAllocator(), /*resizable=*/true));
     aliases_.push_back({device, host, data});
     return host;
   }
+
+  // A host pointer to `data` that keeps the device storage owning it alive for as long as the host view lives: a
+  // kernel that keeps its arguments past the call (an asynchronous c10d collective called directly, whose gloo work
+  // runs after the caller dropped its tensors) then never reads or writes freed device memory.
+  static c10::DataPtr keeping_alive(void* data, const c10::Storage& device) {
+    return c10::DataPtr(data, new c10::Storage(device), &release_storage, c10::Device(c10::DeviceType::CPU));
+  }
+
+  static void release_storage(void* context) { delete static_cast<c10::Storage*>(context); }
 
   std::vector<Alias> aliases_;
   std::vector<std::pair<const c10::StorageImpl*, c10::Storage>> adopted_;
@@ -289,6 +299,44 @@ c10::IValue result_to_device(const c10::IValue& value, c10::Device device, const
   return value;
 }
 
+// trunc, floor and ceil of a bool tensor: the bridge's kernel (hpu_ops/backend/roundingfunc_gen.cpp) runs
+// `identity` for every integral dtype, bool included, where the CPU kernels refuse bool.
+bool rounds_bool(const c10::FunctionSchema& schema, const torch::jit::Stack& stack, size_t first) {
+  static const std::unordered_set<std::string> rounding = {"aten::trunc", "aten::trunc_", "aten::floor",
+                                                           "aten::floor_", "aten::ceil", "aten::ceil_"};
+  if (rounding.count(schema.name()) == 0) {
+    return false;
+  }
+  const c10::IValue& self = stack[first];
+  return self.isTensor() && self.toTensor().scalar_type() == at::ScalarType::Bool;
+}
+
+void round_bool_on_host(const c10::FunctionSchema& schema, torch::jit::Stack* stack, size_t first) {
+  const at::Tensor self = (*stack)[first].toTensor();
+  const size_t num_arguments = schema.arguments().size();
+  at::Tensor result;
+  if (schema.overload_name() == "out") {
+    result = (*stack)[first + num_arguments - 1].toTensor();
+    result.resize_(self.sizes());
+    result.copy_(self);
+  } else {
+    result = schema.name().back() == '_' ? self : self.clone();
+  }
+  torch::jit::drop(*stack, num_arguments);
+  torch::jit::push(*stack, result);
+}
+
+// index_copy_(self, dim, index, source) whose source shares memory with self (a KV cache copying one of its own
+// rows): the bridge's kernel reads the source before it writes, as a graph op on the device does, where the CPU
+// kernel refuses the overlap. The source is read first here too, into a copy.
+void read_source_first(torch::jit::Stack* stack, size_t first) {
+  const at::Tensor self = (*stack)[first].toTensor();
+  c10::IValue& source = (*stack)[first + 3];
+  if (source.isTensor() && at::get_overlap_status(self, source.toTensor()) != at::MemOverlapStatus::No) {
+    source = c10::IValue(source.toTensor().clone());
+  }
+}
+
 // Runs any aten op on the host: the CPU kernel sees host views of the hpu arguments, its results become hpu
 // tensors on the op's device.
 void run_on_host(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
@@ -306,8 +354,15 @@ void run_on_host(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     value = args.to_host(value, alias != nullptr && alias->isWrite(), host_allowed);
   }
   args.check_devices();
+  if (host_index && schema.overload_name().empty() && schema.name() == "aten::index_copy_") {
+    read_source_first(stack, first);
+  }
 
-  op.redispatchBoxed(kHostKeys, stack);
+  if (rounds_bool(schema, *stack, first)) {
+    round_bool_on_host(schema, stack, first);
+  } else {
+    op.redispatchBoxed(kHostKeys, stack);
+  }
 
   views.adopt_reallocations();
   args.sync_mutated_geometry();

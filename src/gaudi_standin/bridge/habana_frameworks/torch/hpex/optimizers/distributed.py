@@ -14,6 +14,8 @@ import math
 import torch
 from torch import Tensor
 
+from gaudi_standin.optimizers import fp8_moments
+from gaudi_standin.optimizers.adamw import _fp8_moments_update
 from gaudi_standin.optimizers.common import _moment_dtypes
 
 __all__ = ["FusedAdamW"]
@@ -59,6 +61,9 @@ class FusedAdamW:
                 "exp_avg": torch.zeros_like(param, dtype=exp_avg_dtype or param.dtype),
                 "exp_avg_sq": torch.zeros_like(param, dtype=exp_avg_sq_dtype or param.dtype),
             }
+            if fp8_moments.is_fp8(exp_avg_dtype) or fp8_moments.is_fp8(exp_avg_sq_dtype):
+                self.state[param]["exp_avg_scale"] = fp8_moments.new_scale(param)
+                self.state[param]["exp_avg_sq_scale"] = fp8_moments.new_scale(param)
         if grad is None:
             return
         state = self.state[param]
@@ -67,10 +72,14 @@ class FusedAdamW:
         beta1, beta2, lr = self.defaults["beta1"], self.defaults["beta2"], self.defaults["lr"]
         step_size = lr * math.sqrt(1.0 - beta2**step) / (1.0 - beta1**step)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        decay = 1.0 - self.defaults["weight_decay"] * lr
+        if "exp_avg_scale" in state:  # fp8 moments, computed in the parameter's dtype as the bridge's kernel
+            update = _fp8_moments_update(state, grad.to(param.dtype), beta1, beta2, self.defaults["eps"], step_size)
+            param.copy_(param * decay + update)
+            return
         g = grad.float()
         exp_avg.copy_(exp_avg.float() * beta1 + g * (1.0 - beta1))
         exp_avg_sq.copy_(exp_avg_sq.float() * beta2 + g * g * (1.0 - beta2))
-        decay = 1.0 - self.defaults["weight_decay"] * lr
         update = exp_avg.float() / (exp_avg_sq.float().sqrt() + self.defaults["eps"]) * -step_size
         param.copy_(param.float() * decay + update)
 

@@ -33,12 +33,13 @@ __all__ = ["Linear", "fp8", "fp8_autocast", "recipe"]
 _INIT_STD = 0.023
 
 
-def _matmul_dtype(x: Tensor) -> torch.dtype:
-    """The dtype the layer's output is in: the autocast dtype inside autocast, else the input's."""
+def _matmul_dtype(x: Tensor, weight: Tensor) -> torch.dtype:
+    """The dtype the layer's output is in: the autocast dtype inside autocast, else the input's, or for an integer
+    input the weight's (the bridge's tests feed fp8 layers integer tensors and differentiate the outputs)."""
     device_type = x.device.type
     if torch.is_autocast_enabled(device_type):
         return torch.get_autocast_dtype(device_type)
-    return x.dtype
+    return x.dtype if x.is_floating_point() else weight.dtype
 
 
 class _Fp8Matmul(torch.autograd.Function):
@@ -48,18 +49,19 @@ class _Fp8Matmul(torch.autograd.Function):
     def forward(
         ctx: Any, x: Tensor, weight: Tensor, bias: Tensor | None, layer: Linear, rcp: recipe.DelayedScaling
     ) -> Tensor:
-        out_dtype = _matmul_dtype(x)
+        out_dtype = _matmul_dtype(x, weight)
         fwd = layer._scaling(rcp, forward=True)
         fwd.update_scales(rcp)
         x_fp8 = quantize(x, fwd.scale[0], rcp.fp8_format, forward=True)
         w_fp8 = quantize(weight, fwd.scale[1], rcp.fp8_format, forward=True)
-        fwd.record([x.detach().abs().amax(), weight.detach().abs().amax()])
+        if fp8.is_measurement():
+            fwd.record([x.detach().abs().amax(), weight.detach().abs().amax()])
         with torch.autocast(x.device.type, enabled=False):
             out = F.linear(dequantize(x_fp8, fwd.scale[0]), dequantize(w_fp8, fwd.scale[1]))
             if bias is not None:
                 out = out + bias.float()
         ctx.save_for_backward(x_fp8, w_fp8, fwd.scale.clone())
-        ctx.layer, ctx.recipe, ctx.has_bias = layer, rcp, bias is not None
+        ctx.layer, ctx.recipe, ctx.has_bias, ctx.measure = layer, rcp, bias is not None, fp8.is_measurement()
         ctx.dtypes = (x.dtype, weight.dtype, bias.dtype if bias is not None else None)
         return out.to(out_dtype)
 
@@ -70,13 +72,14 @@ class _Fp8Matmul(torch.autograd.Function):
         bwd = ctx.layer._scaling(rcp, forward=False)
         bwd.update_scales(rcp)
         g_fp8 = quantize(grad_out, bwd.scale[0], rcp.fp8_format, forward=False)
-        bwd.record([grad_out.detach().abs().amax()])
+        if ctx.measure:
+            bwd.record([grad_out.detach().abs().amax()])
         x_dtype, w_dtype, b_dtype = ctx.dtypes
         with torch.autocast(grad_out.device.type, enabled=False):
             g = dequantize(g_fp8, bwd.scale[0])
             x = dequantize(x_fp8, fwd_scale[0])
             w = dequantize(w_fp8, fwd_scale[1])
-            grad_x = (g @ w).to(x_dtype)
+            grad_x = (g @ w).to(x_dtype) if ctx.needs_input_grad[0] else None
             grad_w = (g.reshape(-1, g.shape[-1]).t() @ x.reshape(-1, x.shape[-1])).to(w_dtype)
             grad_b = grad_out.float().reshape(-1, grad_out.shape[-1]).sum(0).to(b_dtype) if ctx.has_bias else None
         return grad_x, grad_w, grad_b, None, None
@@ -137,6 +140,26 @@ class Linear(nn.Module):
             state.amax_history = state.amax_history.to(self.weight.device)
             state.scale = state.scale.to(self.weight.device)
         return state
+
+    @property
+    def fp8_meta(self) -> dict[str, ScalingState]:
+        """The layer's delayed-scaling state: ``"scaling_fwd"`` (input, weight) and ``"scaling_bwd"`` (gradient).
+
+        Each has the engine's ``scale``, ``scale_inv`` and ``amax_history`` (``[history, role]``); an entry exists
+        once the layer ran in fp8 in that direction.
+        """
+        names = {True: "scaling_fwd", False: "scaling_bwd"}
+        return {names[forward]: state for forward, state in self._fp8_scaling.items()}
+
+    def save_fp8_meta(self) -> dict[str, dict[str, Any]]:
+        """A copy of the layer's scaling state, for :meth:`load_fp8_meta` (around an HPU graph's warm-up runs)."""
+        return {name: state.snapshot() for name, state in self.fp8_meta.items()}
+
+    def load_fp8_meta(self, fp8_meta: dict[str, dict[str, Any]]) -> None:
+        """Put back a :meth:`save_fp8_meta` copy, into the tensors the layer (and graphs captured over it) use."""
+        current = self.fp8_meta
+        for name, saved in fp8_meta.items():
+            current[name].restore(saved)
 
     def forward(self, inp: Tensor, is_first_microbatch: bool | None = None) -> Tensor | tuple[Tensor, Tensor | None]:
         bias = None if self.return_bias else self.bias

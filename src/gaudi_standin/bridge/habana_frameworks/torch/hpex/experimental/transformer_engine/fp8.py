@@ -25,7 +25,14 @@ from gaudi_standin.bridge.habana_frameworks.torch.hpex.experimental.transformer_
 )
 from gaudi_standin.emulator import machine
 
-__all__ = ["FP8GlobalStateManager", "fp8_autocast", "get_fp8_recipe", "is_fp8_available", "is_fp8_enabled"]
+__all__ = [
+    "FP8GlobalStateManager",
+    "fp8_autocast",
+    "get_fp8_recipe",
+    "is_fp8_available",
+    "is_fp8_enabled",
+    "set_measurement_mode",
+]
 
 
 @dataclass
@@ -33,6 +40,7 @@ class _Fp8State:
     enabled: bool = False
     recipe: DelayedScaling | None = None
     group: Any = None
+    measurement: bool | None = None  # None: amaxes are measured at every fp8 step (the engine's default)
 
 
 _state = _Fp8State()
@@ -61,6 +69,20 @@ def get_fp8_group() -> Any:
     return _state.group
 
 
+def set_measurement_mode(manual: bool, manual_value: bool = True) -> None:
+    """Choose whether fp8 steps measure amaxes: ``manual_value`` when ``manual``, always otherwise.
+
+    With measurement off, a step quantizes with the scales it has and leaves the amax history alone (how a model is
+    run between measurements, or graphs are captured once with and once without measurement).
+    """
+    _state.measurement = bool(manual_value) if manual else None
+
+
+def is_measurement() -> bool:
+    """Whether the next fp8 step measures amaxes."""
+    return _state.measurement is not False
+
+
 class FP8GlobalStateManager:
     """The newer engines' home of the same queries."""
 
@@ -68,6 +90,8 @@ class FP8GlobalStateManager:
     is_fp8_enabled = staticmethod(is_fp8_enabled)
     get_fp8_recipe = staticmethod(get_fp8_recipe)
     get_fp8_group = staticmethod(get_fp8_group)
+    set_measurement_mode = staticmethod(set_measurement_mode)
+    is_measurement = staticmethod(is_measurement)
 
 
 @contextmanager
@@ -105,6 +129,21 @@ class ScalingState:
         self.amax_history = torch.zeros(recipe.amax_history_len, roles, device=device)
         self.scale = torch.ones(roles, device=device)
         self.steps = 0
+
+    @property
+    def scale_inv(self) -> torch.Tensor:
+        """What an fp8 tensor of each role is multiplied by to give back its values."""
+        return self.scale.reciprocal()
+
+    def snapshot(self) -> dict[str, Any]:
+        """A copy of the state (``save_fp8_meta``)."""
+        return {"scale": self.scale.clone(), "amax_history": self.amax_history.clone(), "steps": self.steps}
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        """Copy a :meth:`snapshot` back into this state's own tensors, which captured HPU graphs keep reading."""
+        self.scale.copy_(saved["scale"])
+        self.amax_history.copy_(saved["amax_history"])
+        self.steps = saved["steps"]
 
     def fits(self, recipe: DelayedScaling, roles: int) -> bool:
         return self.history_len == recipe.amax_history_len and self.scale.shape[0] == roles

@@ -1,11 +1,10 @@
 """``habana_frameworks.torch.core`` (``htcore``) on the stand-in: step markers, the lazy-mode switch, inference set-up.
 
+A package, as on the bridge: its ``quantization`` module holds the inference set-up calls, which ``core`` exposes.
 As the bridge's ``core`` does, importing it registers ``habana_frameworks.torch.hpu`` as ``torch.hpu``.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import torch
 
@@ -41,31 +40,15 @@ def is_lazy() -> bool:
     return machine.current().is_lazy()
 
 
-# --- inference set-up (``core.quantization``): on a Gaudi they fuse conv+bn and mark weights as graph constants, for
-# speed only; the stand-in keeps the model as it is.
-def hpu_set_inference_env(model: torch.nn.Module | None = None) -> torch.nn.Module | None:
-    """Prepare inference before ``.to("hpu")``: returns the model (the bridge returns it fused), or ``None``."""
-    return model
-
-
-def hpu_inference_initialize(
-    model: torch.nn.Module | None = None,
-    mark_only_scales_as_const: bool = False,
-    optimizer: torch.optim.Optimizer | None = None,
-    args: Any = None,
-) -> None:
-    """Mark the model's weights as constants after ``.to("hpu")`` (lazy mode on a Gaudi; nothing to do here)."""
-
-
-def hpu_teardown_inference_env() -> None:
-    """Leave inference mode."""
-
-
-#: The older names of the inference set-up, which the bridge keeps as deprecated twins.
-hpu_set_env = hpu_set_inference_env
-hpu_initialize = hpu_inference_initialize
-hpu_reset_env = hpu_teardown_inference_env
-
+# The inference set-up calls live in ``core.quantization``, as on the bridge; ``core`` exposes them.
+from gaudi_standin.bridge.habana_frameworks.torch.core.quantization import (  # noqa: E402
+    hpu_inference_initialize,
+    hpu_initialize,
+    hpu_reset_env,
+    hpu_set_env,
+    hpu_set_inference_env,
+    hpu_teardown_inference_env,
+)
 
 if not hasattr(torch, "hpu"):
     torch._register_device_module("hpu", hpu)

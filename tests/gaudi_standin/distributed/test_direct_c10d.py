@@ -1,0 +1,25 @@
+"""A ``torch.ops.c10d`` collective called directly on ``hpu`` tensors, asynchronously, returns correct values even
+when its caller drops the tensors at once and the allocator hands their memory to the next tensor.
+
+Such a call reaches the stand-in's device fallback, whose host views of the ``hpu`` tensors now keep the device
+memory alive for as long as gloo holds them (``scenarios/direct_c10d_script.py`` says how it is provoked).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+from tests.helpers.paths import SCENARIOS
+
+
+def test_direct_async_c10d_ops_on_dropped_hpu_tensors_return_correct_values(python_executable: str) -> None:
+    result = subprocess.run(
+        [python_executable, str(SCENARIOS / "direct_c10d_script.py"), "1000"],
+        env={**os.environ, "LIGHTNING_HPU_BACKEND": "cpu"},
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    output = result.stdout[-2000:] + result.stderr[-2000:]
+    assert result.returncode == 0 and result.stdout.strip().endswith("ok"), output

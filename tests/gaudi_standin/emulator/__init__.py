@@ -1,0 +1,1 @@
+"""Tests of ``gaudi_standin.emulator``."""

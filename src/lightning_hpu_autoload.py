@@ -13,8 +13,9 @@ first imported *while* one of them runs (``import lightning`` imports torch): th
 import each of them makes last, once all its names are bound (``<package>._graveyard``, "this import needs to go
 last" in Lightning's own words), or happens at once for a package that has already run.
 
-It never makes an import of Lightning (or of torch) fail: a broken or partial install of lightning-hpu warns once
-and leaves Lightning as it was.
+It never makes an import of Lightning (or of torch) fail: a registration that fails (a broken or partial install)
+warns once, saying what failed, and leaves Lightning as it was. A bad value of a ``LIGHTNING_HPU_*`` variable does not
+stop the registration: it is refused, naming the variable, where the program asks for an HPU.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ if TYPE_CHECKING:
 
 #: ``LIGHTNING_HPU_AUTOLOAD=0`` keeps Lightning as it is until the program imports ``lightning_hpu`` itself.
 SWITCH_ENV = "LIGHTNING_HPU_AUTOLOAD"
+#: The values of :data:`SWITCH_ENV` that turn registration off, and those that keep it on (unset is on).
+OFF = ("0", "false", "no", "off")
+ON = ("", "1", "true", "yes", "on")
 #: Lightning's top-level packages.
 WATCHED = ("lightning", "lightning_fabric", "pytorch_lightning")
 #: The import each package makes last, when its names are bound: the package it completes.
@@ -46,8 +50,19 @@ STANDALONE_PREFIX = "lightning_hpu.standalone."
 
 
 def switched_off() -> bool:
-    """Whether ``LIGHTNING_HPU_AUTOLOAD`` turns automatic registration off (``0``, ``false``, ``no``, ``off``)."""
-    return os.environ.get(SWITCH_ENV, "1").strip().lower() in ("0", "false", "no", "off")
+    """Whether ``LIGHTNING_HPU_AUTOLOAD`` turns automatic registration off (:data:`OFF`); any other value than those
+    and :data:`ON` warns that it is read as on."""
+    value = os.environ.get(SWITCH_ENV, "1").strip().lower()
+    if value not in OFF + ON:
+        import warnings
+
+        warnings.warn(
+            f"{SWITCH_ENV}={os.environ[SWITCH_ENV]!r} is neither on nor off: lightning-hpu registers with Lightning as"
+            f" with {SWITCH_ENV}=1; set it to 0 to turn registration off, or to 1.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    return value in OFF
 
 
 def registered(name: str, finishing: str = "") -> None:
@@ -66,8 +81,8 @@ def registered(name: str, finishing: str = "") -> None:
         import warnings
 
         warnings.warn(
-            f"lightning-hpu is installed but could not register accelerator='hpu' with {name} ({error!r}); {name}"
-            f" works as without it. Reinstall lightning-hpu, or set {SWITCH_ENV}=0 to stop trying.",
+            f"lightning-hpu is installed but could not register accelerator='hpu' with {name}, because"
+            f" {type(error).__name__}: {error} ({name} works as without it; set {SWITCH_ENV}=0 to stop trying).",
             RuntimeWarning,
             stacklevel=2,
         )

@@ -134,8 +134,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+@pytest.fixture
+def _no_process_group_left() -> Iterator[None]:
+    """Lightning leaves the process group of an in-process run (one rank of DDP, DeepSpeed, FSDP) initialized after
+    fit, as it does on every device: the next test of the worker starts without it. Torn down after the test's
+    monkeypatching is undone (``_fresh_backend`` asks for it before ``monkeypatch``), so a faked torch is gone."""
+    yield
+    distributed = sys.modules.get("torch.distributed")
+    if distributed is not None and distributed.is_available() and distributed.is_initialized():
+        distributed.destroy_process_group()
+
+
 @pytest.fixture(autouse=True)
-def _fresh_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _fresh_backend(_no_process_group_left: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Each test starts from the session's environment, and a backend and stand-in runtime created anew from it."""
     from gaudi_standin.emulator import machine as standin_runtime
     from lightning_hpu.runtime import reset_backend, settings
@@ -157,10 +168,9 @@ def _fresh_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         else:  # recorded as unset, so whatever the test writes is removed after it
             monkeypatch.setenv(name, "")
             monkeypatch.delenv(name)
-    # The HPU binding (written by the stand-in like the bridge writes it) and the remembered devices list.
+    # The HPU binding (written by the stand-in like the bridge writes it).
     monkeypatch.delenv(settings.MODULE_ID_ENV, raising=False)
     monkeypatch.delenv(settings.VISIBLE_MODULES_ENV, raising=False)
-    monkeypatch.setattr("lightning_hpu.device.selection._selected_indices", None)
     # The dynamic-shape switch of the emulated bridge is process state: back to the environment's default.
     monkeypatch.setattr("gaudi_standin.emulator.dynamic_shapes._override", None)
     reset_backend()

@@ -8,6 +8,7 @@ Gaudi, set ``LIGHTNING_HPU_BACKEND=cpu`` to run everything on the CPU stand-in. 
 Lightning or Python version is outside the tested ones (docs/guide/supported-versions.md), it warns once.
 """
 
+import contextlib
 from typing import Any
 
 from lightning_hpu.data import BucketPadCollate, LengthGroupedBatchSampler
@@ -63,6 +64,7 @@ from lightning_hpu.runtime import (
 )
 from lightning_hpu.runtime.recipe_cache import RecipeCache, apply_recipe_cache_from_env
 from lightning_hpu.support.lightning_habana_paths import install as install_habana_paths
+from lightning_hpu.support.moved_paths import install as install_moved_paths
 from lightning_hpu.support.user_errors import run_script
 from lightning_hpu.support.versions import PACKAGE_VERSION, UntestedVersionWarning, warn_if_untested
 
@@ -144,5 +146,7 @@ __all__ = [
 if hpu_expected():  # where lightning-hpu is merely installed (a CPU or CUDA machine), it stays silent
     warn_if_untested()
 install_habana_paths()
-apply_recipe_cache_from_env()
+install_moved_paths()
+with contextlib.suppress(HPUConfigurationError):  # a bad LIGHTNING_HPU_RECIPE_CACHE is refused where HPUs are asked for
+    apply_recipe_cache_from_env()
 register_all()

@@ -67,8 +67,10 @@ def _assert_listed(message: str) -> None:
         f"docs/guide/_errors.md has no entry with the fixed words of {message!r}"
     )
     page = (ROOT / "docs" / "guide" / "_errors.md").read_text()
-    # The message's longest stretch without a value (a number with the verb agreeing with it, a quoted name, a list).
-    fixed = max(re.split(r"\d+\w*(?: is| are)?|'[^']*'|\[[^\]]*\]", message), key=len).strip()
+    # The package's sentence: after Lightning's own message where one comes first (the page shows it as a value).
+    ours = message.rsplit(". `", 1)[1] if ". `" in message else message
+    # Its longest stretch without a value (a number with the verb agreeing with it, a quoted name, a list).
+    fixed = max(re.split(r"\d+\w*(?: is| are)?|'[^']*'|\[[^\]]*\]", ours), key=len).strip()
     assert fixed in page.replace("\\<", "<").replace("\\>", ">"), f"searching the page for {fixed!r} finds nothing"
 
 

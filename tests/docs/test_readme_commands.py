@@ -44,6 +44,10 @@ SLOW = {
         "trains in four processes on 2 HPUs (a minute here); "
         "tests/lightning_hpu/check/test_node_check.py runs the same command"
     ),
+    "scripts/bridge_suite.py": (
+        "needs a clone of the Intel Gaudi bridge's source, which the project's tests must not (about 80 s with one); "
+        "tests/gaudi_standin/ holds a regression test for each group of its cases"
+    ),
     "examples/transformers_finetune.py": (
         "imports transformers in two processes and compiles (a minute here); "
         "tests/examples/test_transformers_example.py runs it"

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.paths import ROOT
+from tests.helpers.paths import ROOT, SCENARIOS
 
 pytest.importorskip("litgpt", reason="needs LitGPT: pip install 'lightning-hpu[litgpt]'")
 
 from tests.helpers.litgpt_data import WORDS, write_finetuning_data, write_tokenizer  # imports LitGPT
 
-RUN = ROOT / "tests" / "litgpt_hpu_run.py"
+RUN = SCENARIOS / "litgpt_hpu_run.py"
 
 #: A LLaMA-style model of 2 layers of width 16 (a few thousand parameters), for LitGPT's ``--config``.
 MODEL_CONFIG = f"""model_name: tiny-gaudi

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -10,20 +9,18 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.paths import ROOT
+from tests.helpers.processes import scenario_environment
 
 pytest.importorskip("transformers")
-
-#: Launch variables of the test process that would make the example's ranks think they were already launched.
-_LAUNCH_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK", "NODE_RANK", "RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")
 
 
 @pytest.mark.multiprocess
 def test_transformers_example_fine_tunes_a_classifier_and_a_causal_lm_on_two_hpus(
     python_executable: str, tmp_path: Path
 ) -> None:
-    env = {key: value for key, value in os.environ.items() if key not in _LAUNCH_VARIABLES}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
-    env.update(LIGHTNING_HPU_BACKEND="cpu", LIGHTNING_HPU_CPU_DEVICES="2", TRANSFORMERS_OFFLINE="1", HF_HUB_OFFLINE="1")
+    env = scenario_environment(
+        LIGHTNING_HPU_BACKEND="cpu", LIGHTNING_HPU_CPU_DEVICES="2", TRANSFORMERS_OFFLINE="1", HF_HUB_OFFLINE="1"
+    )
     result = subprocess.run(
         [python_executable, str(ROOT / "examples" / "transformers_finetune.py"), "--devices", "2", "--max-steps", "4"],
         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=400,

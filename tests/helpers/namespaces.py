@@ -63,5 +63,10 @@ def import_scenario(name: str) -> ModuleType:
     imports."""
     if current() != "lightning" and not any(isinstance(f, RenamedTestModules) for f in sys.meta_path):
         sys.modules.pop(name, None)  # run as a script, it is __main__; its renamed twin is loaded afresh
+        # The helpers the script imported as ``__main__`` are ``lightning``'s: their renamed twins are loaded afresh too
+        # (all but this module and the paths, which import no Lightning).
+        for loaded in [module for module in sys.modules if module.startswith("tests.helpers.")]:
+            if loaded not in (__name__, "tests.helpers.paths"):
+                del sys.modules[loaded]
         sys.meta_path.insert(0, RenamedTestModules())
     return importlib.import_module(name)

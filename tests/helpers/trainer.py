@@ -1,23 +1,30 @@
-"""A quiet Trainer's arguments and what the tests read of a run (logged metrics, rank-zero lines)."""
+"""The tests' one quiet Trainer, and what they read of a run (logged metrics, rank-zero lines)."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+from lightning.pytorch import Trainer
 from lightning.pytorch.loggers import Logger
 from lightning_utilities.core import rank_zero as rank_zero_module
 
+#: What makes a Trainer quiet: no progress bar, no model summary, no logger (a test that reads logs passes its own).
+QUIET = {"enable_progress_bar": False, "enable_model_summary": False, "logger": False}
 
-def quiet_trainer_kwargs(tmp_path: Any) -> dict[str, Any]:
-    return {
-        "default_root_dir": str(tmp_path),
-        "enable_progress_bar": False,
-        "enable_model_summary": False,
-        "logger": False,
-    }
+
+def quiet_trainer_kwargs(root: str | Path | None = None) -> dict[str, Any]:
+    """The quiet Trainer's arguments, writing under ``root``: for a Trainer built elsewhere (LightningCLI, Ray)."""
+    return {**QUIET, **({"default_root_dir": str(root)} if root is not None else {})}
+
+
+def quiet_trainer(root: str | Path | None = None, **arguments: Any) -> Trainer:
+    """A Trainer that prints nothing a test does not read, writing under ``root``; ``arguments`` win over the quiet
+    defaults (``logger=spy``, say)."""
+    return Trainer(**{**quiet_trainer_kwargs(root), **arguments})
 
 
 class MetricsSpy(Logger):

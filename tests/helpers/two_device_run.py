@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import socket
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.helpers.paths import ROOT, SCENARIOS
+from tests.helpers.paths import SCENARIOS
+from tests.helpers.processes import free_port, scenario_environment
 
 SCRIPT = SCENARIOS / "two_device_scenarios.py"
 #: The scenarios of the launch; ``fabric`` runs DeepSpeed, so it is left out where DeepSpeed is not installed.
@@ -31,7 +30,6 @@ SCENARIOS = [
     "sharded",
     "recipe_cache",
 ]
-_LAUNCH_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "WORLD_SIZE", "LOCAL_RANK", "RANK", "GROUP_RANK")
 
 
 @dataclass(frozen=True)
@@ -55,23 +53,14 @@ class TwoDeviceRun:
         return [json.loads((self.out / scenario / f"rank{rank}.json").read_text()) for rank in (0, 1)]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def launch(out: Path, python: str = sys.executable, namespace: str = "lightning") -> TwoDeviceRun:
     """Runs every scenario on 2 stand-in HPUs (eager mode, no launcher variables inherited, a port of its own),
     against ``lightning`` or the standalone packages (``namespace``, ``namespaces.py``)."""
-    env = {key: value for key, value in os.environ.items() if key not in _LAUNCH_VARIABLES}
-    for name in ("PT_HPU_LAZY_MODE", "DS_ACCELERATOR"):
-        env.pop(name, None)
-    env.update(
-        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"), str(ROOT), env.get("PYTHONPATH")])),
+    env = scenario_environment(
+        leave_out=("PT_HPU_LAZY_MODE", "DS_ACCELERATOR"),
         LIGHTNING_HPU_BACKEND="cpu",
         LIGHTNING_HPU_CPU_DEVICES="2",
-        MASTER_PORT=str(_free_port()),
+        MASTER_PORT=str(free_port()),
         LIGHTNING_HPU_TEST_NAMESPACE=namespace,
     )
     done = subprocess.run(

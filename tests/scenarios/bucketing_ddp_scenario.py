@@ -11,26 +11,17 @@ import json
 import sys
 from pathlib import Path
 
-from lightning.pytorch import Trainer
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.helpers.bucketing_model import BucketedTokenModel
+from tests.helpers.trainer import quiet_trainer
 
 BUCKETS = [8, 16, 32]
 
 
 def main(out: Path) -> None:
     model = BucketedTokenModel(BUCKETS, grouped=True)
-    trainer = Trainer(
-        accelerator="hpu",
-        devices=2,
-        strategy="hpu_parallel",
-        max_epochs=1,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        default_root_dir=str(out),
+    trainer = quiet_trainer(
+        str(out), accelerator="hpu", devices=2, strategy="hpu_parallel", max_epochs=1, enable_checkpointing=False
     )
     trainer.fit(model)
     (out / f"rank{trainer.global_rank}.json").write_text(

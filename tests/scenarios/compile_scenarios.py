@@ -16,31 +16,23 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from lightning.pytorch import LightningModule, Trainer
+from lightning.pytorch import LightningModule
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_hpu import HPUCompile, HPUParallelStrategy, HPURecompileMonitor, get_backend
+from tests.helpers.models import Block
 from tests.helpers.standin import counters as standin_counters
+from tests.helpers.trainer import quiet_trainer
 
 SAMPLES = 20  # 10 per rank: batches of 4 leave 2 over
-
-
-class Block(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.norm = nn.LayerNorm(8)
-        self.linear = nn.Linear(8, 8)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + torch.relu(self.linear(self.norm(x)))
 
 
 class Blocks(LightningModule):
     def __init__(self) -> None:
         super().__init__()
         torch.manual_seed(0)
-        self.blocks = nn.Sequential(Block(), Block(), Block())
+        self.blocks = nn.Sequential(Block(8), Block(8), Block(8))
         self.head = nn.Linear(8, 1)
         self.batch_sizes: list[int] = []
 
@@ -76,18 +68,15 @@ def run(fast_ddp: bool, last_batch: str) -> dict[str, Any]:
     backend = get_backend()
     assert backend is not None
     compiled_before = standin_counters().compiled_graphs
-    trainer = Trainer(
+    trainer = quiet_trainer(
         accelerator="hpu",
         devices=2,
-        strategy=HPUParallelStrategy(fast_ddp=fast_ddp, last_batch=last_batch),  # type: ignore[arg-type]
+        strategy=HPUParallelStrategy(fast_ddp=fast_ddp, last_batch=last_batch),
         precision="bf16-mixed",
         accumulate_grad_batches=2,
         max_epochs=2,
         callbacks=[HPUCompile(modules=[Block]), monitor],
-        enable_progress_bar=False,
-        enable_model_summary=False,
         enable_checkpointing=False,
-        logger=False,
     )
     trainer.fit(model)
     return {

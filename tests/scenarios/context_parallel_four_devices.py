@@ -18,13 +18,18 @@ differ by more than ``rtol=1e-5``::
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 import torch
-from lightning.pytorch import LightningModule, Trainer
+from lightning.pytorch import LightningModule
 from torch import nn
 from torch.utils.data import DataLoader
 
 from lightning_hpu import ContextParallelAttention, HPUModelParallelStrategy, gradient_mesh
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run by hand: the repository, for tests.helpers
+from tests.helpers.trainer import quiet_trainer
 
 WIDTH, HEADS, LENGTH, VOCAB, STEPS, MICRO_BATCH = 32, 4, 16, 64, 4, 2
 RTOL = 1e-5
@@ -130,16 +135,13 @@ def main() -> None:
     args = parser.parse_args()
     module = Module(args.fsdp)
     strategy = HPUModelParallelStrategy(args.data, args.tensor, context_parallel_size=args.context)
-    trainer = Trainer(
+    trainer = quiet_trainer(
         accelerator="hpu",
         devices=args.data * args.context * args.tensor,
         strategy=strategy,
         max_steps=STEPS,
         use_distributed_sampler=False,
-        logger=False,
         enable_checkpointing=False,
-        enable_model_summary=False,
-        enable_progress_bar=False,
     )
     trainer.fit(module)
     expected = reference(args.data)

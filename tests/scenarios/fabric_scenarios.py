@@ -21,59 +21,24 @@ import torch
 from lightning.fabric import Fabric
 from torch import nn
 
-import lightning_hpu.distributed.fast_ddp as fast_ddp
+from tests.helpers.data_parallel import (
+    CLIP,
+    FEATURES,
+    GRADIENT_REDUCES,
+    LR,
+    MICRO_BATCH,
+    STEPS,
+    WORLD,
+    count_gradient_reduces,
+    flat_weights,
+    make_data,
+    make_net,
+    reference,
+)
 
-WORLD = 2
-MICRO_BATCH = 4  # per rank
-STEPS = 3  # optimizer steps
-FEATURES = 5
-LR = 0.2
-CLIP = 0.05  # small enough that clipping is active on every step
+count_gradient_reduces()
+
 DEEPSPEED_CLIP = 1.0  # DeepSpeed's default ``gradient_clipping`` (active on some steps here)
-
-# Fast DDP's gradient all-reduces, counted.
-GRADIENT_REDUCES = [0]
-_all_reduce_gradients = fast_ddp.all_reduce_gradients_
-
-
-def _counting_all_reduce_gradients(*args: Any, **kwargs: Any) -> int:
-    GRADIENT_REDUCES[0] += 1
-    return _all_reduce_gradients(*args, **kwargs)
-
-
-fast_ddp.all_reduce_gradients_ = _counting_all_reduce_gradients  # type: ignore[assignment]
-
-
-def make_data(accumulate: int) -> torch.Tensor:
-    generator = torch.Generator().manual_seed(7)
-    x = torch.randn(STEPS * accumulate * WORLD * MICRO_BATCH, FEATURES, generator=generator)
-    y = (x.sum(dim=1, keepdim=True) * 0.5 + 0.3).tanh()
-    return torch.cat([x, y], dim=1)
-
-
-def make_net(seed: int) -> nn.Module:
-    torch.manual_seed(seed)
-    return nn.Sequential(nn.Linear(FEATURES, 6), nn.Tanh(), nn.Linear(6, 1))
-
-
-def flat_weights(module: nn.Module) -> torch.Tensor:
-    return torch.cat([p.detach().float().reshape(-1).cpu() for p in module.parameters()])
-
-
-def reference(accumulate: int, clip: float | None, steps: int = STEPS) -> torch.Tensor:
-    """One process, plain PyTorch: each step averages the loss over the whole global batch of its micro-steps."""
-    data = make_data(accumulate)
-    net = make_net(seed=100)
-    optimizer = torch.optim.SGD(net.parameters(), lr=LR, momentum=0.9)
-    per_step = accumulate * WORLD * MICRO_BATCH
-    for step in range(steps):
-        chunk = data[step * per_step : (step + 1) * per_step]
-        optimizer.zero_grad()
-        nn.functional.mse_loss(net(chunk[:, :FEATURES]), chunk[:, FEATURES:]).backward()
-        if clip is not None:
-            torch.nn.utils.clip_grad_norm_(net.parameters(), clip)
-        optimizer.step()
-    return flat_weights(net)
 
 
 def micro_batch(data: torch.Tensor, step: int, micro: int, accumulate: int, rank: int) -> torch.Tensor:

@@ -39,6 +39,7 @@ from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 import lightning_hpu
 from lightning_hpu import HPUModelParallelStrategy, HPUParallelStrategy
+from tests.helpers.trainer import quiet_trainer
 
 MICRO_BATCH = 2  # per rank
 FEATURES = 4
@@ -140,12 +141,9 @@ def _trainer(devices: int, nodes: int, strategy: Any, **kwargs: Any) -> Trainer:
         "num_nodes": nodes,
         "strategy": strategy,
         "max_steps": STEPS,
-        "logger": False,
         "enable_checkpointing": False,
-        "enable_progress_bar": False,
-        "enable_model_summary": False,
     }
-    return Trainer(**{**defaults, **kwargs})
+    return quiet_trainer(**{**defaults, **kwargs})
 
 
 def _loader(world_size: int, steps: int) -> DataLoader:

@@ -22,6 +22,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_hpu import GaudiConfig, HPUCompile, HPUGraphs, HPUProfiler, get_backend
+from tests.helpers.trainer import quiet_trainer
 
 FEATURES = 8
 
@@ -51,18 +52,9 @@ class Regressor(LightningModule):
 
 
 def _trainer(root: Path, **kwargs: Any) -> Trainer:
-    options: dict[str, Any] = dict(
-        accelerator="hpu",
-        devices=1,
-        max_steps=6,
-        default_root_dir=str(root),
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
+    return quiet_trainer(
+        root, **{"accelerator": "hpu", "devices": 1, "max_steps": 6, "enable_checkpointing": False, **kwargs}
     )
-    options.update(kwargs)
-    return Trainer(**options)
 
 
 def _classes(trainer: Trainer) -> dict[str, str]:

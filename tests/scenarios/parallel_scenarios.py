@@ -28,15 +28,25 @@ from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_hpu import HPUAccelerator, HPUParallelStrategy, HPUPrecisionPlugin
-from lightning_hpu.distributed import fast_ddp
 from lightning_hpu.runtime import require_backend
+from tests.helpers.data_parallel import (
+    CLIP,
+    FEATURES,
+    GRADIENT_REDUCES,
+    LR,
+    MICRO_BATCH,
+    STEPS,
+    WORLD,
+    count_gradient_reduces,
+    flat_weights,
+    make_data,
+    make_net,
+    reference,
+)
+from tests.helpers.trainer import quiet_trainer
 
-WORLD = 2
-MICRO_BATCH = 4  # per rank
-STEPS = 3  # optimizer steps
-FEATURES = 5
-LR = 0.2
-CLIP = 0.05  # small enough that clipping is active on every step
+count_gradient_reduces()
+
 FP8 = {"fp8_format": "HYBRID", "amax_history_len": 2, "amax_compute_algo": "max"}
 
 # Python-level collectives seen by this process: (calling module, collective, op, dtype).
@@ -61,55 +71,11 @@ def _spy(name: str) -> None:
 for _name in ("all_reduce", "broadcast", "all_gather"):
     _spy(_name)
 
+
 # Fast DDP's gradient all-reduces, counted per fit.
-GRADIENT_REDUCES = [0]
-_all_reduce_gradients = fast_ddp.all_reduce_gradients_
-
-
-def _counting_all_reduce_gradients(*args: Any, **kwargs: Any) -> int:
-    GRADIENT_REDUCES[0] += 1
-    return _all_reduce_gradients(*args, **kwargs)
-
-
-fast_ddp.all_reduce_gradients_ = _counting_all_reduce_gradients  # type: ignore[assignment]
-
-
 def start_rank() -> int:
     """This process's global rank, known before the process group exists (0 in the launching process)."""
     return int(os.environ.get("NODE_RANK", "0")) + int(os.environ.get("LOCAL_RANK", "0"))
-
-
-def make_data(accumulate: int) -> torch.Tensor:
-    generator = torch.Generator().manual_seed(7)
-    samples = STEPS * accumulate * WORLD * MICRO_BATCH
-    x = torch.randn(samples, FEATURES, generator=generator)
-    y = (x.sum(dim=1, keepdim=True) * 0.5 + 0.3).tanh()
-    return torch.cat([x, y], dim=1)
-
-
-def make_net(seed: int) -> nn.Module:
-    torch.manual_seed(seed)
-    return nn.Sequential(nn.Linear(FEATURES, 6), nn.Tanh(), nn.Linear(6, 1))
-
-
-def reference(accumulate: int, clip: float | None) -> list[float]:
-    """One process, plain PyTorch: each step averages the loss over the whole global batch of every micro-step."""
-    data = make_data(accumulate)
-    net = make_net(seed=100)
-    optimizer = torch.optim.SGD(net.parameters(), lr=LR, momentum=0.9)
-    per_step = accumulate * WORLD * MICRO_BATCH
-    for step in range(STEPS):
-        chunk = data[step * per_step : (step + 1) * per_step]
-        optimizer.zero_grad()
-        nn.functional.mse_loss(net(chunk[:, :FEATURES]), chunk[:, FEATURES:]).backward()
-        if clip is not None:
-            torch.nn.utils.clip_grad_norm_(net.parameters(), clip)
-        optimizer.step()
-    return flat_weights(net)
-
-
-def flat_weights(module: nn.Module) -> list[float]:
-    return torch.cat([p.detach().reshape(-1) for p in module.parameters()]).tolist()
 
 
 class Model(LightningModule):
@@ -175,7 +141,7 @@ def fit(
     GRADIENT_REDUCES[0] = 0
     model = Model(accumulate)
     observe = Observe()
-    trainer = Trainer(
+    trainer = quiet_trainer(
         accelerator=HPUAccelerator(),
         devices=devices,
         num_nodes=num_nodes,
@@ -186,18 +152,15 @@ def fit(
         use_distributed_sampler=False,
         callbacks=[observe],
         plugins=plugins,
-        logger=False,
         enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
     )
     trainer.fit(model)
-    weights = torch.tensor(flat_weights(model))
+    weights = flat_weights(model)
     gathered = trainer.strategy.all_gather(weights)
     return {
         "weights": weights.tolist(),
         "max_diff_between_ranks": float((gathered - gathered[0]).abs().max()),
-        "max_diff_to_reference": float((weights - torch.tensor(reference(accumulate, clip))).abs().max()),
+        "max_diff_to_reference": float((weights - reference(accumulate, clip)).abs().max()),
         "rank_value_epoch": float(trainer.callback_metrics["rank_value_epoch"]),
         "process_group_backend": trainer.strategy.process_group_backend,
         "process_group": type(dist.group.WORLD).__name__,
@@ -261,7 +224,7 @@ def fabric_checks(devices: int | list[int], num_nodes: int) -> dict[str, Any]:
     batch = fabric.to_device(make_data(1)[fabric.global_rank * MICRO_BATCH : (fabric.global_rank + 1) * MICRO_BATCH])
     fabric.backward(nn.functional.mse_loss(net(batch[:, :FEATURES]), batch[:, FEATURES:]))
     optimizer.step()
-    gathered = fabric.all_gather(torch.tensor(flat_weights(net)))
+    gathered = fabric.all_gather(flat_weights(net))
     return {
         "strategy_class": type(fabric.strategy).__name__,
         "max_diff_between_ranks": float((gathered - gathered[0]).abs().max()),

@@ -30,6 +30,7 @@ from ray.train.lightning import (
 from ray.train.torch import TorchConfig, TorchTrainer
 
 from tests.helpers.models import RegressionModel
+from tests.helpers.trainer import quiet_trainer
 
 EPOCHS = 2
 STRATEGIES = ("ddp", "fsdp", "deepspeed")
@@ -72,17 +73,14 @@ def train_func(config: dict[str, Any]) -> None:
         "deepspeed": lambda: RayDeepSpeedStrategy(stage=2),
     }
     for name in STRATEGIES:
-        trainer = Trainer(
+        trainer = quiet_trainer(
             accelerator="hpu",
             devices="auto",
             strategy=strategies[name](),
             plugins=[RayLightningEnvironment()],
             callbacks=[RayTrainReportCallback(), Probe(name, out)],
             max_epochs=EPOCHS,
-            logger=False,
             enable_checkpointing=False,
-            enable_progress_bar=False,
-            enable_model_summary=False,
         )
         trainer = prepare_trainer(trainer)
         trainer.fit(RegressionModel())

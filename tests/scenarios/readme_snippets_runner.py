@@ -29,11 +29,9 @@ def _fresh_environment(variables: dict[str, str]) -> None:
         del os.environ[name]
     os.environ.update(variables)
     if "lightning_hpu" in sys.modules:
-        from lightning_hpu.device import selection
         from tests.helpers.standin import reset_backend
 
         reset_backend()
-        selection.remember_device_indices(1)  # forget a devices list of an earlier block
 
 
 def main() -> None:

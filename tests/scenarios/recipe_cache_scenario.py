@@ -13,30 +13,27 @@ import sys
 from pathlib import Path
 
 import torch
-from lightning.pytorch import Trainer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from gaudi_standin.emulator import machine as standin_runtime
 from lightning_hpu import HPUAccelerator, HPUCompile
 from tests.helpers.models import RegressionModel
+from tests.helpers.trainer import quiet_trainer
 
 
 def main(out: Path, cache: Path | None = None) -> None:
     torch._dynamo.reset()  # compiles from scratch after other scenarios of the same process
     counters = standin_runtime.current().counters
     compiled_before = counters.compiled_recipes
-    trainer = Trainer(
+    trainer = quiet_trainer(
+        str(out),
         accelerator=HPUAccelerator(recipe_cache=cache or out / "recipes"),
         devices=2,
         strategy="hpu_parallel",
         max_epochs=1,
         limit_val_batches=0,
         callbacks=[HPUCompile(dynamic=False)],
-        logger=False,
         enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        default_root_dir=str(out),
     )
     trainer.fit(RegressionModel())
     recipes = counters.compiled_recipes - compiled_before

@@ -40,6 +40,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from gaudi_standin.distributed import hccl_rules, process_group
 from lightning_hpu import HPUFSDPStrategy, HPUModelParallelStrategy
+from tests.helpers.trainer import quiet_trainer
 
 WORLD = 2
 MICRO_BATCH = 4  # per rank
@@ -181,7 +182,8 @@ class Model(LightningModule):
 def trainer(
     root: Path, strategy: Any, steps: int = -1, clip: float | None = None, epochs: int | None = None
 ) -> Trainer:
-    return Trainer(
+    return quiet_trainer(
+        str(root),
         accelerator="hpu",
         devices=WORLD,
         strategy=strategy,
@@ -189,11 +191,7 @@ def trainer(
         max_epochs=epochs,
         gradient_clip_val=clip,
         use_distributed_sampler=False,
-        default_root_dir=str(root),
-        logger=False,
         enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
     )
 
 
@@ -389,18 +387,15 @@ class NormModel(Model):
 
 
 def norms_bf16_scenario(out: Path) -> dict[str, Any]:
-    run = Trainer(
+    run = quiet_trainer(
+        str(out),
         accelerator="hpu",
         devices=WORLD,
         strategy="fsdp",
         precision="bf16-mixed",
         max_steps=3,
         use_distributed_sampler=False,
-        default_root_dir=str(out),
-        logger=False,
         enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
     )
     model = NormModel(3)
     run.fit(model)

@@ -27,6 +27,8 @@ from torch.utils.data import DataLoader, TensorDataset
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from step_counters import CountSteadySteps
 
+from tests.helpers.trainer import quiet_trainer
+
 CHECKPOINT_EVERY = 10  # outside the counted window: saving formats its file name with `.item()`
 STEP_SECONDS = 0.05  # each step sleeps this long, so the run lasts until it is signalled
 
@@ -76,16 +78,13 @@ def main() -> None:
     checkpoints = ModelCheckpoint(
         dirpath=out / "checkpoints", every_n_train_steps=CHECKPOINT_EVERY, save_top_k=-1, filename="{step}"
     )
-    trainer = Trainer(
+    trainer = quiet_trainer(
+        str(out),
         accelerator="hpu",
         devices=2,
         strategy=strategy,
         max_steps=100_000,
         callbacks=[counter, AnnounceReady(out, counter), checkpoints],
-        default_root_dir=str(out),
-        logger=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
     )
     status: Any = 0
     try:

@@ -9,11 +9,11 @@ import json
 
 import torch
 from lightning.fabric import Fabric
-from lightning.pytorch import Trainer
 from lightning.pytorch.demos.boring_classes import BoringModel
 
 from lightning_hpu import HPUParallelStrategy
 from lightning_hpu.fabric.strategies import HPUParallelStrategy as FabricHPUParallelStrategy
+from tests.helpers.trainer import quiet_trainer
 
 
 def rank_sum(fabric: Fabric) -> dict[str, float | int]:
@@ -24,16 +24,13 @@ def rank_sum(fabric: Fabric) -> dict[str, float | int]:
 def main() -> None:
     model = BoringModel()
     before = [p.detach().clone() for p in model.parameters()]
-    trainer = Trainer(
+    trainer = quiet_trainer(
         accelerator="hpu",
         devices=2,
         strategy=HPUParallelStrategy(start_method="spawn"),
         max_steps=2,
         limit_val_batches=0,
-        logger=False,
         enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
     )
     trainer.fit(model)
     trained = any(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))

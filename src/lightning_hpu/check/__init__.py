@@ -1,5 +1,9 @@
 """``lightning-hpu check``: one command that proves a Gaudi node trains with Lightning (docs/guide/node-check.md).
 
-This package is its Lightning-free part (the rows, the table, the JSON schema and report, the devices check, the
-worker launch); the command and its Trainer fits are in :mod:`lightning_hpu.pytorch.check`.
+This package holds what needs no Lightning: the rows, the table, the argument parser, the JSON schema and report, the
+devices check and the worker launch. The command itself (:mod:`lightning_hpu.pytorch.check.cli`, which ``lightning-hpu
+check`` runs) and its Trainer fits are in :mod:`lightning_hpu.pytorch.check`.
+
+Imports (the layering test checks this paragraph): no Lightning package (Lightning-free, with all it imports); of
+this package, ``runtime`` and ``support``.
 """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
 from lightning.fabric.utilities.cloud_io import _atomic_save, _is_local_file_protocol, get_filesystem
@@ -24,10 +24,7 @@ class HPUCheckpointIO(TorchCheckpointIO):
     @override
     def save_checkpoint(self, checkpoint: dict[str, Any], path: _PATH, storage_options: Any | None = None) -> None:
         if storage_options is not None:
-            raise TypeError(
-                f"`storage_options` is not supported by {type(self).__name__}; drop the argument or pass a custom"
-                " CheckpointIO plugin that understands it."
-            )
+            refuse_storage_options(self)
         host_checkpoint = to_host(checkpoint)
         if _is_local_file_protocol(path):
             write_atomically(host_checkpoint, path)
@@ -45,3 +42,18 @@ class HPUCheckpointIO(TorchCheckpointIO):
     ) -> dict[str, Any]:
         """Load onto the CPU unless told otherwise: the strategy moves the states onto the HPU itself."""
         return super().load_checkpoint(path, map_location=map_location, weights_only=weights_only)
+
+
+def refuse_storage_options(io: TorchCheckpointIO) -> NoReturn:
+    """Refuse ``save_checkpoint(..., storage_options=...)`` for ``io`` as Lightning's ``TorchCheckpointIO`` does, in
+    its words (asked of it: its check comes before anything is written, and ``os.devnull`` would take a write), with
+    the HPU sentence after them."""
+    try:
+        TorchCheckpointIO.save_checkpoint(io, {}, os.devnull, storage_options=True)
+        lightning_message = ""
+    except TypeError as error:
+        lightning_message = " ".join(str(error).split()) + " "
+    raise TypeError(
+        f"{lightning_message}{type(io).__name__} writes host copies atomically and takes no storage options: drop"
+        " `storage_options`, or pass plugins=[YourCheckpointIO()] that uses them."
+    )

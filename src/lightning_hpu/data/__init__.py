@@ -1,4 +1,8 @@
-"""Data-side helpers for Gaudi: pad variable lengths to a few bucket sizes, so a few graph recipes serve an epoch."""
+"""Data-side helpers for Gaudi: pad variable lengths to a few bucket sizes, so a few graph recipes serve an epoch.
+
+Imports (the layering test checks this paragraph): no Lightning package (Lightning-free, with all it imports);
+nothing of this package.
+"""
 
 from lightning_hpu.data.buckets import (
     bucket_for,

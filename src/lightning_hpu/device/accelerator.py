@@ -11,13 +11,7 @@ from lightning.fabric.accelerators.accelerator import Accelerator
 from lightning.fabric.accelerators.registry import _AcceleratorRegistry
 from typing_extensions import override
 
-from lightning_hpu.device.selection import (
-    bind_selected_hpu,
-    parse_hpu_devices,
-    remember_device_indices,
-    selected_device_indices,
-    selected_modules,
-)
+from lightning_hpu.device.selection import HPUSelection, read_devices
 from lightning_hpu.runtime import get_backend, hpu_available, require_backend
 from lightning_hpu.runtime.recipe_cache import RecipeCache
 
@@ -30,6 +24,10 @@ class HPUAccelerator(Accelerator):
             :class:`~lightning_hpu.RecipeCache` (deletion at start, size). It sets ``PT_HPU_RECIPE_CACHE_CONFIG``
             when the accelerator is built, so build it before anything opens the HPU.
     """
+
+    #: The HPUs the ``devices`` of this accelerator's Trainer or Fabric selected (the connector sets it once it has
+    #: read them); ``None`` until then. The strategy binds each process through it.
+    selection: HPUSelection | None = None
 
     def __init__(self, recipe_cache: RecipeCache | str | os.PathLike[str] | None = None) -> None:
         super().__init__()
@@ -46,10 +44,10 @@ class HPUAccelerator(Accelerator):
             raise ValueError(
                 f"Device should be HPU: HPUAccelerator got {device}; pass an {backend.torch_device().type} device."
             )
-        indices = selected_device_indices()
-        if indices is not None and len(indices) == 1:
+        selection = self.selection
+        if selection is not None and selection.indices is not None and len(selection.indices) == 1:
             # One process: bind it here. Several: each binds when its process group is prepared (``initialize_hccl``).
-            bind_selected_hpu(0, backend.device_count())
+            selection.bind(0, backend.device_count())
 
     @override
     def teardown(self) -> None:
@@ -60,13 +58,10 @@ class HPUAccelerator(Accelerator):
     def parse_devices(devices: Any) -> int:
         """Number of HPUs from an int, a string (``"2"``, ``"auto"``, ``"0,1"``), ``-1`` or a list of indices.
 
-        Lightning parses ``devices`` with this in every process before it asks for the parallel devices (with the
-        count): a list such as ``[2, 3]`` is remembered here, so that each process binds to the HPU its local rank
-        names.
+        Lightning's connector gets the count here; which HPUs a list such as ``[2, 3]`` names is kept by the
+        accelerator it builds (:attr:`selection`, set by the package's connector patch), not by this class.
         """
-        count = parse_hpu_devices(devices, available=HPUAccelerator.auto_device_count())
-        remember_device_indices(devices)
-        return count
+        return read_devices(devices).number(HPUAccelerator.auto_device_count())
 
     @staticmethod
     @override
@@ -75,10 +70,8 @@ class HPUAccelerator(Accelerator):
 
         That is the unindexed ``hpu`` device: the bridge opens only the process's own module.
         """
-        # Lightning hands over the count parse_devices returned: the list it parsed stays remembered.
         backend = require_backend()
-        count = parse_hpu_devices(devices, available=HPUAccelerator.auto_device_count())
-        return backend.parallel_devices(selected_modules(count, backend.device_count()))
+        return backend.parallel_devices(read_devices(devices).modules(backend.device_count()))
 
     @staticmethod
     @override

@@ -1,16 +1,20 @@
-"""Parsing the ``devices`` argument for HPUs, with errors that name the argument and the fix, and binding each
-process to the HPU that a list such as ``devices=[2, 3]`` gives it.
+"""The ``devices`` argument for HPUs, read once per Trainer or Fabric, with errors that name the argument and the
+fix, and the binding of each process to the HPU that a list such as ``devices=[2, 3]`` gives it.
 
 A list names HPUs by their position among the visible modules (``HABANA_VISIBLE_MODULES``, or all of them).
-Each process drives one HPU, chosen by the bridge from ``HLS_MODULE_ID`` when it opens the device; the accelerator
-remembers the list when Lightning parses ``devices`` (in every process, since each one builds its Trainer or Fabric),
-and :func:`bind_selected_hpu` writes the module of the process's local rank there before the bridge opens it.
+Each process drives one HPU, chosen by the bridge from ``HLS_MODULE_ID`` when it opens the device. The connector reads
+``devices`` into an :class:`HPUSelection` (:func:`read_devices`), which the accelerator it builds keeps
+(``HPUAccelerator.selection``): the selection belongs to that Trainer or Fabric, and nothing is kept in this module,
+so two of them in one process (or in the processes of one job) each use their own. The strategy's process-group
+set-up binds each local rank through its accelerator's selection (:meth:`HPUSelection.bind`) before the bridge opens
+the HPU.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lightning_hpu.runtime import HPUConfigurationError, settings
@@ -41,76 +45,80 @@ def _too_many(devices: Any, wanted: int, count: int) -> HPUConfigurationError:
     )
 
 
-_selected_indices: tuple[int, ...] | None = None
+@dataclass(frozen=True)
+class HPUSelection:
+    """The HPUs one Trainer or Fabric asked for with ``devices``: how many, and which, read once.
 
-
-def _as_index_list(devices: Any) -> list[int] | None:
-    """The HPU indices that ``devices`` lists (``[2, 3]`` or ``"2,3"``), or ``None`` when it is a count."""
-    if isinstance(devices, str):
-        text = devices.strip()
-        return [int(part) for part in text.split(",") if part.strip()] if "," in text else None
-    if isinstance(devices, Sequence):
-        return [int(index) for index in devices]
-    return None
-
-
-def remember_device_indices(devices: Any) -> None:
-    """Remember which HPUs a valid ``devices`` value names, for :func:`bind_selected_hpu` (a count names none)."""
-    global _selected_indices
-    indices = _as_index_list(devices)
-    _selected_indices = None if indices is None else tuple(indices)
-
-
-def selected_device_indices() -> tuple[int, ...] | None:
-    """The HPU indices of the last ``devices`` list parsed in this process, or ``None`` after a count."""
-    return _selected_indices
-
-
-def selected_modules(count: int, installed: int) -> list[int]:
-    """The HPU module of each local rank: the remembered ``devices`` list's, else the first ``count`` visible ones."""
-    visible = settings.visible_modules(installed)
-    positions = list(_selected_indices) if _selected_indices is not None else list(range(count))
-    return [visible[position] for position in positions if position < len(visible)]
-
-
-def bind_selected_hpu(local_rank: int, installed: int) -> int | None:
-    """Bind this process to the HPU its local rank has in the remembered ``devices`` list; return its module id.
-
-    The binding is the bridge's own: ``HLS_MODULE_ID``, which ``initialize_distributed_hpu`` keeps and the bridge
-    reads when the process opens its HPU. Nothing happens (``None``) when ``devices`` was a count: the bridge then
-    binds local rank ``r`` to the ``r``-th visible module. ``installed`` is the number of HPUs the backend sees.
+    ``count`` is ``None`` for every visible HPU (``"auto"``, ``-1``); ``indices`` are the positions a list names
+    (``None`` for a count: the bridge then binds local rank ``r`` to the ``r``-th visible module).
     """
-    indices = _selected_indices
-    if indices is None:
-        return None
-    shown = list(indices)
-    if not 0 <= local_rank < len(indices):
-        raise HPUConfigurationError(
-            f"`devices={shown}` has no HPU for local rank {local_rank}; list one HPU per local process."
-        )
-    visible = settings.visible_modules(installed)
-    index = indices[local_rank]
-    if index >= len(visible):
-        raise HPUConfigurationError(
-            f"`devices={shown}` names HPU {index}, but only {len(visible)} {are(len(visible))} visible"
-            f" ({settings.VISIBLE_MODULES_ENV} = {visible}); name visible HPUs, or widen"
-            f" {settings.VISIBLE_MODULES_ENV}."
-        )
-    module = visible[index]
-    bound = settings.bound_module()
-    if bound is not None and bound != module:
-        raise HPUConfigurationError(
-            f"`devices={shown}` binds local rank {local_rank} to HPU module {module}, but"
-            f" {settings.MODULE_ID_ENV}={bound} already binds this process to module {bound}; unset"
-            f" {settings.MODULE_ID_ENV}, or pass devices as a count."
-        )
-    os.environ[settings.MODULE_ID_ENV] = str(module)
-    from lightning_hpu.runtime import get_backend
 
-    backend = get_backend()
-    if backend is not None:
-        backend.follow_binding()
-    return module
+    devices: Any  #: the value given, as messages show it
+    count: int | None
+    indices: tuple[int, ...] | None = None
+
+    def number(self, available: int | None) -> int:
+        """How many HPUs (one process each), checked against the ``available`` visible ones (``None``: unknown)."""
+        if self.count is None:
+            if available is not None and available < 1:
+                raise _invalid(self.devices, available, "no HPU is visible")
+            return available if available is not None else 1
+        wanted = max(self.indices) + 1 if self.indices is not None else self.count
+        if available is not None and wanted > available:
+            raise _too_many(self.devices, wanted, available)
+        return self.count
+
+    def modules(self, installed: int) -> list[int]:
+        """The HPU module of each local rank: the listed ones, else the first visible ones (checked against the
+        ``installed`` HPUs the backend sees)."""
+        count = self.number(installed)
+        visible = settings.visible_modules(installed)
+        positions = list(self.indices) if self.indices is not None else list(range(count))
+        return [visible[position] for position in positions if position < len(visible)]
+
+    def bind(self, local_rank: int, installed: int) -> int | None:
+        """Bind this process to the HPU its local rank has in the ``devices`` list; return its module id.
+
+        The binding is the bridge's own: ``HLS_MODULE_ID``, which ``initialize_distributed_hpu`` keeps and the bridge
+        reads when the process opens its HPU. Nothing happens (``None``) when ``devices`` was a count.
+        ``installed`` is the number of HPUs the backend sees.
+        """
+        if self.indices is None:
+            return None
+        shown = list(self.indices)
+        if not 0 <= local_rank < len(shown):
+            raise HPUConfigurationError(
+                f"`devices={shown}` has no HPU for local rank {local_rank}; list one HPU per local process."
+            )
+        visible = settings.visible_modules(installed)
+        index = shown[local_rank]
+        if index >= len(visible):
+            raise HPUConfigurationError(
+                f"`devices={shown}` names HPU {index}, but only {len(visible)} {are(len(visible))} visible"
+                f" ({settings.VISIBLE_MODULES_ENV} = {visible}); name visible HPUs, or widen"
+                f" {settings.VISIBLE_MODULES_ENV}."
+            )
+        module = visible[index]
+        bound = settings.bound_module()
+        if bound is not None and bound != module:
+            raise HPUConfigurationError(
+                f"`devices={shown}` binds local rank {local_rank} to HPU module {module}, but"
+                f" {settings.MODULE_ID_ENV}={bound} already binds this process to module {bound}; unset"
+                f" {settings.MODULE_ID_ENV}, or pass devices as a count."
+            )
+        os.environ[settings.MODULE_ID_ENV] = str(module)
+        from lightning_hpu.runtime import get_backend
+
+        backend = get_backend()
+        if backend is not None:
+            backend.follow_binding()
+        return module
+
+
+def selection_of(strategy: Any) -> HPUSelection | None:
+    """The selection of ``strategy``'s accelerator (``None`` for an accelerator no connector gave ``devices``)."""
+    selection = getattr(getattr(strategy, "accelerator", None), "selection", None)
+    return selection if isinstance(selection, HPUSelection) else None
 
 
 def _visible_count() -> int | None:
@@ -124,28 +132,21 @@ def _visible_count() -> int | None:
         return None
 
 
-def check_devices_syntax(devices: Any) -> None:
-    """Reject values that can never name HPUs (0, negative counts, floats, empty lists) before anything starts."""
+def read_devices(devices: Any) -> HPUSelection:
+    """Read ``devices`` (an int, ``-1``, ``"auto"``, a string such as ``"2"`` or ``"0,1"``, or a list of HPU indices)
+    into an :class:`HPUSelection`, refusing what can never name HPUs (0, negative counts, floats, empty lists) before
+    anything starts; :meth:`HPUSelection.number` then checks it against the visible HPUs."""
     try:
-        _parse(devices, available=None, count=None)
-        return
+        return _parse(devices, count=None)
     except ValueError:
         pass
     # Only now ask the backend how many HPUs there are, for the message: valid values start nothing early. Raised
     # outside the handler, so the user sees one error, not the same one twice as a chained traceback.
-    _parse(devices, available=None, count=_visible_count())
+    return _parse(devices, count=_visible_count())
 
 
-def parse_hpu_devices(devices: Any, available: int | None) -> int:
-    """Turn ``devices`` into a number of HPUs, one process each.
-
-    ``available`` is the number of visible HPUs; ``None`` checks only the form of the value.
-    """
-    return _parse(devices, available, count=available)
-
-
-def _parse(devices: Any, available: int | None, count: int | None) -> int:
-    """:func:`parse_hpu_devices`, with ``count`` the number of visible HPUs that error messages give."""
+def _parse(devices: Any, count: int | None) -> HPUSelection:
+    """:func:`read_devices`, with ``count`` the number of visible HPUs that error messages give."""
     value: Any = devices
     if isinstance(value, str):
         text = value.strip().lower()
@@ -165,22 +166,16 @@ def _parse(devices: Any, available: int | None, count: int | None) -> int:
         raise _invalid(devices, count, f"got a {type(devices).__name__}")
     if isinstance(value, int):
         if value == -1:
-            if available is not None and available < 1:
-                raise _invalid(devices, count, "no HPU is visible")
-            return available if available is not None else 1
+            return HPUSelection(devices, None)
         if value < 1:
             raise _invalid(devices, count)
-        if available is not None and value > available:
-            raise _too_many(devices, value, available)
-        return value
+        return HPUSelection(devices, value)
     indices = list(value)
     if not indices or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in indices):
         raise _invalid(devices, count, "a list must hold HPU indices, 0 or more")
     if len(set(indices)) != len(indices):
         raise _invalid(devices, count, "the list repeats an index")
-    if available is not None and max(indices) >= available:
-        raise _too_many(devices, max(indices) + 1, available)
-    return len(indices)
+    return HPUSelection(devices, len(indices), tuple(indices))
 
 
 def single_process_device(device: Any = None) -> torch.device:

@@ -28,7 +28,7 @@ from lightning.fabric.utilities.distributed import _all_gather_ddp_if_available,
 from torch import Tensor
 from torch.distributed import ReduceOp
 
-from lightning_hpu.device.selection import bind_selected_hpu
+from lightning_hpu.device.selection import HPUSelection
 from lightning_hpu.runtime import HCCL_REDUCE_OPS, require_backend
 
 T = TypeVar("T")
@@ -58,14 +58,16 @@ _PRODUCT_REFUSAL = (
 _INT32 = torch.iinfo(torch.int32)
 
 
-def initialize_hccl(world_size: int, global_rank: int, local_rank: int) -> str:
+def initialize_hccl(world_size: int, global_rank: int, local_rank: int, selection: HPUSelection | None = None) -> str:
     """Prepare this process for collectives (``initialize_distributed_hpu`` on a Gaudi) and return the backend name.
 
     Must run before ``torch.distributed.init_process_group``: on a Gaudi it registers ``"hccl"`` and binds the
-    process to the HPU of its local rank (the one ``devices=[...]`` names for it, when a list was given).
+    process to the HPU of its local rank (the one the ``devices=[...]`` of ``selection``, the strategy's accelerator's,
+    names for it, when a list was given).
     """
     backend = require_backend()
-    bind_selected_hpu(local_rank, backend.device_count())
+    if selection is not None:
+        selection.bind(local_rank, backend.device_count())
     backend.initialize_distributed(world_size, global_rank, local_rank)
     return backend.process_group_backend
 

@@ -191,7 +191,7 @@ def all_reduce_gradients(module: Module, device_mesh: Any) -> None:
         local.div_(replicas)
 
 
-class ContextParallelMixin(StrategyMethods):
+class ContextParallelHooks(StrategyMethods):
     """What both ``HPUModelParallelStrategy`` classes (Trainer and Fabric) add to Lightning's: the checks before
     launch, and ``context_parallel_size``. Mix it in before Lightning's ``ModelParallelStrategy``."""
 

@@ -27,9 +27,11 @@ from torch.nn import Module
 from torch.optim import Optimizer
 
 from lightning_hpu.device.generation_rules import check_fp16_supported
+from lightning_hpu.device.selection import HPUSelection
 from lightning_hpu.distributed import elastic
 from lightning_hpu.distributed.collectives import initialize_hccl
 from lightning_hpu.runtime import bridge_emulated, generation_rank, require_backend
+from lightning_hpu.runtime.settings import variable_set
 
 if TYPE_CHECKING:
     import deepspeed
@@ -82,7 +84,8 @@ def select_deepspeed_accelerator() -> str:
     """Point DeepSpeed at the backend's accelerator (``DS_ACCELERATOR``) and check that DeepSpeed agrees.
 
     DeepSpeed reads ``DS_ACCELERATOR`` once, on the first ``get_accelerator()`` (which importing it may do), so the
-    variable is set before DeepSpeed is imported; child processes inherit it. (On the CPU stand-in, the stand-in
+    variable is set while DeepSpeed is imported and asked, and only then: each rank selects for itself, and processes
+    the program starts later inherit nothing of it. (On the CPU stand-in, the stand-in
     gives DeepSpeed its own HPU accelerator, as the Gaudi software stack gives DeepSpeed its own on a Gaudi.)
     """
     if importlib.util.find_spec("deepspeed") is None:
@@ -92,15 +95,16 @@ def select_deepspeed_accelerator() -> str:
         )
     backend = require_backend()
     wanted = backend.deepspeed_accelerator
-    given = os.environ.setdefault(DS_ACCELERATOR_ENV, wanted)
+    given = os.environ.get(DS_ACCELERATOR_ENV, wanted)
     if given != wanted:
         raise ValueError(
             f"{DS_ACCELERATOR_ENV}={given!r} cannot drive an HPU: unset it, or set {DS_ACCELERATOR_ENV}={wanted}."
         )
-    from deepspeed.accelerator import get_accelerator
+    with variable_set(DS_ACCELERATOR_ENV, wanted):  # read once, here: not left for the processes started later
+        from deepspeed.accelerator import get_accelerator
 
-    _forget_destroyed_deepspeed_groups()
-    chosen = get_accelerator().device_name()
+        _forget_destroyed_deepspeed_groups()
+        chosen = get_accelerator().device_name()
     if chosen != "hpu":
         raise RuntimeError(
             f"DeepSpeed already chose its {chosen!r} accelerator before lightning-hpu could select {wanted!r}:"
@@ -260,16 +264,21 @@ def _zero3_on_gaudi2_caveat(standin: bool) -> str:
 
 
 def prepare_hccl_for_deepspeed(
-    world_size: int, global_rank: int, local_rank: int, timeout: timedelta | None = None
+    world_size: int,
+    global_rank: int,
+    local_rank: int,
+    timeout: timedelta | None = None,
+    selection: HPUSelection | None = None,
 ) -> None:
-    """Prepare HCCL before DeepSpeed creates its process group (unless a group exists already).
+    """Prepare HCCL before DeepSpeed creates its process group (unless a group exists already), binding this process
+    to the HPU its local rank has in ``selection`` (the strategy's accelerator's ``devices``).
 
     Under ``torchrun``, the group is made here, on this attempt's keys of the agent's store
     (:mod:`lightning_hpu.distributed.elastic`); DeepSpeed then adopts it.
     """
     if _distributed_is_initialized():
         return
-    backend = initialize_hccl(world_size, global_rank, local_rank)
+    backend = initialize_hccl(world_size, global_rank, local_rank, selection)
     store = elastic.attempt_store(timeout)
     if store is not None:
         dist.init_process_group(

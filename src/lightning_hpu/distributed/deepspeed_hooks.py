@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 from typing_extensions import override
 
+from lightning_hpu.device.selection import selection_of
 from lightning_hpu.distributed.deepspeed_config import check_deepspeed_for_device, prepare_hccl_for_deepspeed
-from lightning_hpu.distributed.strategy_methods import StrategyMethods
+from lightning_hpu.distributed.strategy_methods import StrategyMethods, skipping_next
 from lightning_hpu.runtime import require_backend
 
 if TYPE_CHECKING:
@@ -26,8 +27,8 @@ else:
 
 class HPUDeepSpeedHooks(_DeepSpeedMethods):
     """What both ``HPUDeepSpeedStrategy`` classes (Trainer and Fabric) change in Lightning's: the checks before any
-    process starts, and HCCL prepared before DeepSpeed makes its process group. Mix it in before
-    ``DeepSpeedStrategy``."""
+    process starts, no CUDA check at set-up, and HCCL prepared before DeepSpeed makes its process group. Mix it in
+    right before ``DeepSpeedStrategy``."""
 
     _requested_devices: int | None
 
@@ -48,12 +49,21 @@ class HPUDeepSpeedHooks(_DeepSpeedMethods):
         super()._configure_launcher()
 
     @override
+    def setup_environment(self) -> None:
+        """Every piece's set-up (the mixins before this one reach it through ``super()``: the rank watchdog starts
+        once it returns), without ``DeepSpeedStrategy``'s own, whose CUDA-only accelerator check refuses the HPU (the
+        connector already requires the HPU accelerator): on to the accelerator and the process group."""
+        skipping_next(self, HPUDeepSpeedHooks, "setup_environment")()
+
+    @override
     def _get_process_group_backend(self) -> str:
         return self._process_group_backend or require_backend().process_group_backend
 
     @override
     def _init_deepspeed_distributed(self) -> None:
-        prepare_hccl_for_deepspeed(self.world_size, self.global_rank, self.local_rank, self._timeout)
+        prepare_hccl_for_deepspeed(
+            self.world_size, self.global_rank, self.local_rank, self._timeout, selection_of(self)
+        )
         super()._init_deepspeed_distributed()
 
 

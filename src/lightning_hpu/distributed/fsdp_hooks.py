@@ -7,7 +7,7 @@ from typing import Any
 from typing_extensions import override
 
 from lightning_hpu.distributed import sharding
-from lightning_hpu.distributed.strategy_methods import StrategyMethods
+from lightning_hpu.distributed.strategy_methods import StrategyMethods, skipping_next
 
 
 class HPUFSDPHooks(StrategyMethods):
@@ -39,9 +39,7 @@ class HPUFSDPHooks(StrategyMethods):
         """The accelerator, HCCL's process group and FSDP's device mesh on the HPU, in place of what Lightning's
         ``FSDPStrategy`` does here (its process group and mesh assume CUDA). Reached through the mixins before this
         one (the rank watchdog starts once it returns)."""
-        classes = type(self).__mro__
-        lightning_fsdp: Any = classes[classes.index(HPUFSDPHooks) + 1]  # mixed in right before it
-        super(lightning_fsdp, self).setup_environment()  # what every strategy sets up: the accelerator
+        skipping_next(self, HPUFSDPHooks, "setup_environment")()  # what every strategy sets up: the accelerator
         self._setup_distributed()
         sharding.set_fsdp_device_mesh(
             self._given_fsdp_kwargs(), self.sharding_strategy, self.num_nodes, self.num_processes

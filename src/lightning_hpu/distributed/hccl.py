@@ -18,6 +18,7 @@ from lightning.fabric.plugins import ClusterEnvironment
 from lightning.fabric.utilities.distributed import _init_dist_connection
 from typing_extensions import override
 
+from lightning_hpu.device.selection import selection_of
 from lightning_hpu.distributed import collectives, elastic
 from lightning_hpu.distributed.strategy_methods import StrategyMethods
 from lightning_hpu.runtime import require_backend
@@ -70,11 +71,13 @@ def hccl_backend_name(strategy: ProcessGroupOwner) -> str:
 
     The user's ``process_group_backend`` wins; without one it is the backend's (``"hccl"``).
     """
-    backend = collectives.initialize_hccl(strategy.world_size, strategy.global_rank, strategy.local_rank)
+    backend = collectives.initialize_hccl(
+        strategy.world_size, strategy.global_rank, strategy.local_rank, selection_of(strategy)
+    )
     return requested_backend(strategy) or backend
 
 
-class HCCLBackendName(StrategyMethods):
+class HCCLBackendHooks(StrategyMethods):
     """Mixin of the Trainer's and Fabric's ``DDPStrategy`` subclasses: the process group's backend, asked for as
     Lightning asks (``_get_process_group_backend``, one name in both trees), once HCCL is prepared for this process."""
 

@@ -1,7 +1,7 @@
 """HCCL-safe collectives for every HPU parallel strategy, written once for the Trainer and Fabric (below both trees).
 
 Each side's HCCL mixins (:mod:`lightning_hpu.fabric.strategies.hccl`, :mod:`lightning_hpu.pytorch.strategies.hccl`)
-build on :class:`HCCLCollectives` and add their own reduce.
+build on :class:`HCCLCollectiveHooks` and add their own reduce.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from lightning_hpu.distributed.rank_watchdog_hooks import RankWatchdogHooks
 _T = TypeVar("_T")
 
 
-class HCCLCollectives(RankWatchdogHooks):
+class HCCLCollectiveHooks(RankWatchdogHooks):
     """Strategy mixin (Trainer and Fabric): ``all_gather`` and ``broadcast`` with the ops and dtypes HCCL runs, the
     process-group backend known early, and the rank watchdog (:class:`RankWatchdogHooks`), so no rank outlives a
     failed job. Each side adds its own reduce (Fabric's ``all_reduce``, the Trainer's ``reduce``)."""
@@ -36,4 +36,4 @@ class HCCLCollectives(RankWatchdogHooks):
         return collectives.broadcast_object(obj, src=src, device=self.root_device)
 
 
-__all__ = ["HCCLCollectives"]
+__all__ = ["HCCLCollectiveHooks"]

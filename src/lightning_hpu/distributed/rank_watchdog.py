@@ -18,7 +18,8 @@ launcher provides: rank 0's, or ``torchrun``'s agent's) from a daemon thread of 
   :data:`ABORTED_EXIT_CODE`) wherever its main thread is, stalled in Python or blocked in a collective.
 
 Processes that Lightning's launcher starts are also tied to the process that started them
-(:func:`follow_launcher`): they get ``SIGKILL`` when it exits, however it exits. The strategy mixin both trees share
+(:func:`follow_launcher`): they get ``SIGKILL`` when it exits, however it exits; how they learn its pid is
+:mod:`lightning_hpu.distributed.launched_ranks`. The strategy mixin both trees share
 (:mod:`lightning_hpu.distributed.rank_watchdog_hooks`) starts the watchdog and tells it what the rank does.
 """
 
@@ -39,11 +40,11 @@ from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
 import torch.distributed as dist
-from lightning.fabric.plugins.environments import LightningEnvironment
 from lightning.fabric.utilities.distributed import _distributed_is_initialized
 from lightning.fabric.utilities.rank_zero import rank_zero_warn
 
-from lightning_hpu.runtime.settings import LAUNCHER_PID_ENV
+from lightning_hpu.runtime.settings import LAUNCHER_PID_ENV as LAUNCHER_PID_ENV  # tests set it through this module
+from lightning_hpu.runtime.settings import launcher_pid
 
 _T = TypeVar("_T")
 
@@ -67,36 +68,30 @@ _DIAGNOSIS_SECONDS = 3.0
 _SILENCE_SECONDS = 2.0
 
 
-def follow_launcher() -> None:
-    """In a rank started by Lightning's launcher, die with the launching process (Linux ``PR_SET_PDEATHSIG``).
+def follow_launcher(launcher: int | None = None) -> None:
+    """In a rank started by Lightning's launcher (pid ``launcher``, by default ``LIGHTNING_HPU_LAUNCHER_PID``), die
+    with the launching process (Linux ``PR_SET_PDEATHSIG``).
 
     Does nothing in the launching process itself, in a process whose parent is not that launcher (a job started
     later by it, which inherited the variable), or off Linux. If the launcher has already gone, the rank exits now.
     """
-    launcher = os.environ.get(LAUNCHER_PID_ENV)
-    if launcher is None or int(launcher) == os.getpid() or not sys.platform.startswith("linux"):
+    if launcher is None:
+        launcher = launcher_pid()
+    if launcher is None or launcher == os.getpid() or not sys.platform.startswith("linux"):
         return
-    if os.getppid() != int(launcher):
-        if not _running(int(launcher)):
+    if os.getppid() != launcher:
+        if not _running(launcher):
             _leave(f"the process that launched it (pid {launcher}) has exited", os.environ.get("LOCAL_RANK", "?"))
         return  # started by someone else
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-    if os.getppid() != int(launcher):  # it exited before the signal was armed
+    if os.getppid() != launcher:  # it exited before the signal was armed
         _leave(f"the process that launched it (pid {launcher}) has exited", os.environ.get("LOCAL_RANK", "?"))
-
-
-def mark_launcher() -> None:
-    """In a process about to start ranks with Lightning's launcher: let those ranks follow it."""
-    os.environ[LAUNCHER_PID_ENV] = str(os.getpid())
 
 
 def _leave(reason: str, rank: int | str = "?") -> None:
     sys.stderr.write(f"lightning-hpu: rank {rank} stops: {reason}\n")
     sys.stderr.flush()
-    if os.environ.get(LAUNCHER_PID_ENV) == str(os.getpid()):
-        # The ranks this process started die with it: let a failing one finish printing its error first.
-        _wait_for_children(seconds=5.0)
     os._exit(ABORTED_EXIT_CODE)
 
 
@@ -163,8 +158,11 @@ class RankWatchdog:
         job: str,
         timeout: timedelta,
         poll_seconds: float = 0.5,
+        launched_ranks: bool = False,
     ) -> None:
         self.rank = rank
+        #: Whether this process started the job's other ranks (which die with it: it lets theirs finish first).
+        self.launched_ranks = launched_ranks
         self.world_size = world_size
         self.timeout = timeout
         self.poll_seconds = poll_seconds
@@ -261,6 +259,8 @@ class RankWatchdog:
                 if not self._aborting and self._request(lambda: self._has("abort")):
                     abort = json.loads(self._request(lambda: self._store.get(self._key("abort"))))
                     self._acknowledge()
+                    if self.launched_ranks:  # a failing one prints its error before it dies with this process
+                        _wait_for_children(seconds=5.0)
                     _leave(abort["reason"], self.rank)
                     return
                 self._publish_activity()
@@ -295,23 +295,6 @@ class RankWatchdog:
             return call()
 
 
-def mark_or_follow_launcher(strategy: Any, launcher_types: tuple[type, ...]) -> None:
-    """The process that starts ranks with Lightning's launcher (one of ``launcher_types``, the Trainer's or Fabric's)
-    marks itself; the ranks it starts follow it."""
-    environment = strategy.cluster_environment
-    external = environment is not None and environment.creates_processes_externally
-    if isinstance(strategy._launcher, launcher_types) and not external:
-        mark_launcher()
-    else:
-        follow_if_lightning_launched(strategy)
-
-
-def follow_if_lightning_launched(strategy: Any) -> None:
-    """Only ranks of Lightning's own launcher follow it (not those of torchrun, SLURM or MPI, say)."""
-    if isinstance(strategy.cluster_environment, LightningEnvironment):
-        follow_launcher()
-
-
 def report_abort(watchdog: RankWatchdog, rank: int, error: BaseException) -> str:
     """Tell the job's ranks to stop because of ``error``, and say so on this rank's stderr; the reason."""
     reason = watchdog.abort(error)
@@ -323,11 +306,14 @@ def report_abort(watchdog: RankWatchdog, rank: int, error: BaseException) -> str
 def watch_job_of(strategy: Any) -> RankWatchdog | None:
     """A watchdog for ``strategy``'s job once its process group exists and it runs several ranks, else ``None``."""
     if strategy.world_size > 1 and _distributed_is_initialized():
-        return start_watchdog(strategy.global_rank, strategy.world_size, getattr(strategy, "_timeout", None))
+        launched = getattr(strategy, "_launcher_pid", None) == os.getpid()  # rank 0 of Lightning's script launcher
+        return start_watchdog(strategy.global_rank, strategy.world_size, getattr(strategy, "_timeout", None), launched)
     return None
 
 
-def start_watchdog(rank: int, world_size: int, timeout: timedelta | None) -> RankWatchdog | None:
+def start_watchdog(
+    rank: int, world_size: int, timeout: timedelta | None, launched_ranks: bool = False
+) -> RankWatchdog | None:
     """A watchdog on the store of the job's process group (``MASTER_ADDR:MASTER_PORT``, which Lightning and every
     launcher set); ``None``, with a warning, if that store cannot be reached (the run goes on unwatched)."""
     try:
@@ -338,6 +324,7 @@ def start_watchdog(rank: int, world_size: int, timeout: timedelta | None) -> Ran
             world_size,
             job=job_name(),
             timeout=timeout or timedelta(minutes=30),
+            launched_ranks=launched_ranks,
         )
     except (KeyError, ValueError, RuntimeError) as error:
         rank_zero_warn(f"lightning-hpu: no rank watchdog for this run (the job's store is not reachable: {error}).")

@@ -14,13 +14,8 @@ from typing import Any
 
 from typing_extensions import override
 
-from lightning_hpu.distributed.rank_watchdog import (
-    RankWatchdog,
-    follow_if_lightning_launched,
-    mark_or_follow_launcher,
-    report_abort,
-    watch_job_of,
-)
+from lightning_hpu.distributed.launched_ranks import follow_if_lightning_launched, mark_or_follow_launcher
+from lightning_hpu.distributed.rank_watchdog import RankWatchdog, report_abort, watch_job_of
 from lightning_hpu.distributed.strategy_methods import StrategyMethods
 
 
@@ -29,6 +24,8 @@ class RankWatchdogHooks(StrategyMethods):
     following). Mix it in before Lightning's ``ParallelStrategy``."""
 
     _watchdog: RankWatchdog | None = None
+    #: The pid of the process that launched this job's ranks (:mod:`lightning_hpu.distributed.launched_ranks`).
+    _launcher_pid: int | None = None
     #: The launchers of this side (Trainer or Fabric) that start the ranks of a job from this process.
     rank_launchers: tuple[type, ...] = ()
 
@@ -44,8 +41,8 @@ class RankWatchdogHooks(StrategyMethods):
         self.start_rank_watchdog()
 
     def start_rank_watchdog(self) -> None:
-        """Watch this job's ranks, once the process group exists (strategies that bypass
-        :meth:`setup_environment`'s chain call this themselves)."""
+        """Watch this job's ranks, once the process group exists: at the end of :meth:`setup_environment`'s chain,
+        which every HPU parallel strategy runs whole (``tests/lightning_hpu/distributed/test_strategy_pieces.py``)."""
         if self._watchdog is None:
             self._watchdog = watch_job_of(self)
 

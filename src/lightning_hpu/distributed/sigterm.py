@@ -4,7 +4,7 @@ Lightning 2.6 agrees on SIGTERM by broadcasting an ``int64`` flag tensor from ra
 ``.item()`` at the start of each training batch: on a Gaudi one HCCL broadcast and one device-to-host wait per step.
 :class:`HostFlagVote` asks the same question with an asynchronous ``MAX`` all-reduce of one CPU integer over a
 host-side gloo group, and reads the answer one step later, when it has long arrived. The Trainer's
-:class:`~lightning_hpu.pytorch.strategies.sigterm.SigtermAgreement` uses it.
+:class:`~lightning_hpu.pytorch.strategies.sigterm.SigtermAgreementHooks` uses it.
 """
 
 from __future__ import annotations

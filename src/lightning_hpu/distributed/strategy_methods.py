@@ -1,9 +1,10 @@
-"""The base of the strategy mixins written once for the Trainer and Fabric (``ContextParallelMixin``, ...).
+"""The base of the strategy mixins written once for the Trainer and Fabric (``ContextParallelHooks``, ...).
 
 Lightning's Trainer and Fabric strategies are two class trees that declare the same methods. A mixin shared by both
 derives, for the type checker, from :class:`StrategyMethods`, the methods and attributes both trees declare, so its
 ``@override`` and ``super()`` calls are checked against them; at run time it derives from ``object`` and is mixed
-in before the Lightning strategy it extends.
+in before the Lightning strategy it extends. :func:`skipping_next` lets such a mixin leave out one Lightning
+implementation of a method (its CUDA assumptions) while the chain before and after it runs.
 """
 
 from __future__ import annotations
@@ -48,3 +49,17 @@ if TYPE_CHECKING:
 
 else:
     StrategyMethods = object
+
+
+def skipping_next(strategy: object, mixin: type, method: str) -> Any:
+    """``strategy``'s ``method`` as ``super()`` in ``mixin`` would give it, minus the next class that defines it.
+
+    For a mixin placed right before a Lightning strategy whose own ``method`` assumes CUDA (``DeepSpeedStrategy``'s
+    or ``FSDPStrategy``'s ``setup_environment``): the pieces mixed in before ``mixin`` have run their part on the way
+    here through ``super()``, the Lightning class's own body is left out, and the chain goes on with the classes
+    after it (Ray's strategy classes, which only sit between and define no ``method``, change nothing).
+    """
+    classes = type(strategy).__mro__
+    following = classes[classes.index(mixin) + 1 :]
+    skipped = next(cls for cls in following if method in vars(cls))
+    return getattr(super(skipped, strategy), method)

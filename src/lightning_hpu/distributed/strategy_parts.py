@@ -52,7 +52,7 @@ class HPUCheckpointIOAttribute:
         strategy._checkpoint_io = io
 
 
-class PrecisionOfType(Generic[_P]):
+class PrecisionPluginAttribute(Generic[_P]):
     """A strategy's precision plugin attribute (``precision`` in Fabric, ``precision_plugin`` in the Trainer) that
     holds only ``plugin_type``: ``plugin_type("32-true")`` until one is set, and a clear error for another type.
 
@@ -90,4 +90,10 @@ class PrecisionOfType(Generic[_P]):
         return f"{self.strategy_class} needs an {self.plugin_type.__name__}"
 
 
-__all__ = ["HPUCheckpointIOAttribute", "PrecisionOfType", "between_mark_steps", "mark_step", "with_hpu_checkpoint_io"]
+__all__ = [
+    "HPUCheckpointIOAttribute",
+    "PrecisionPluginAttribute",
+    "between_mark_steps",
+    "mark_step",
+    "with_hpu_checkpoint_io",
+]

@@ -3,6 +3,9 @@
 The package itself serves lightning-habana's ``lightning_habana.fabric`` names (``HPUAccelerator``,
 ``HPUDDPStrategy``, ``HPUPrecision``, ...), each imported when first read, so that importing one module of the
 package imports nothing else.
+
+Imports (the layering test checks this paragraph): of Lightning, ``lightning.fabric``; of this package,
+``checkpoint``, ``device``, ``distributed``, ``precision``, ``runtime`` and ``support``.
 """
 
 from typing import Any

@@ -15,6 +15,10 @@ would pick CUDA mixed precision. :func:`install` applies these patches:
 
 The wrapped methods are checked to exist before anything is patched, so a Lightning release that moves them fails at
 import with a message instead of misbehaving.
+
+Imports (the layering test checks this paragraph): of Lightning, ``lightning``, ``lightning.fabric``,
+``lightning.pytorch`` and ``lightning_utilities``; of this package, ``compile``, ``device``, ``distributed``,
+``fabric``, ``precision``, ``pytorch``, ``runtime`` and ``support``.
 """
 
 from __future__ import annotations

@@ -11,7 +11,11 @@ For an HPU accelerator:
   to use (:mod:`lightning_hpu.integration.strategy_names`), Lightning's own and Ray Train's strategy objects become
   their HPU twins with the same arguments (:mod:`lightning_hpu.integration.strategy_objects`,
   :mod:`lightning_hpu.pytorch.ray`), and other non-HPU strategy objects are refused;
-* the precision plugin is the HPU one (with DeepSpeed, the HPU DeepSpeed precision, which adds fp8).
+* the precision plugin is the HPU one (with DeepSpeed, the HPU DeepSpeed precision, which adds fp8), after the checks
+  Lightning's Fabric makes in the step it replaces.
+
+What Lightning refuses too is refused after Lightning's own message (:mod:`lightning_hpu.support.lightning_text`), and
+``accelerator="gpu"`` on a machine with HPUs gets Lightning's error with the HPU accelerator named after it.
 """
 
 from __future__ import annotations
@@ -25,16 +29,20 @@ from lightning.fabric.strategies import DeepSpeedStrategy as FabricDeepSpeedStra
 from lightning.fabric.strategies import Strategy as FabricStrategy
 from lightning.pytorch.strategies import DeepSpeedStrategy, Strategy
 
-from lightning_hpu.device.selection import check_devices_syntax
+from lightning_hpu.device.accelerator import HPUAccelerator
+from lightning_hpu.device.selection import HPUSelection, read_devices
 from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks
 from lightning_hpu.integration import strategy_names, strategy_objects
 from lightning_hpu.integration.connector_rules import (
+    check_fabric_precision,
     hpu_precision_name,
+    hpus_present,
     is_hpu,
     multi_device,
     refuse_misspelt_names,
     strategy_registry,
     strategy_registry_names,
+    with_gpu_hint,
 )
 from lightning_hpu.integration.namespaces import refuse_other_namespaces
 from lightning_hpu.integration.wrapping import check_methods, wrap
@@ -51,6 +59,7 @@ PATCHED_METHODS = (
     "_init_strategy",
     "_check_and_init_precision",
     "_check_config_and_set_final_flags",
+    "_choose_gpu_accelerator_backend",
 )
 
 _Wrapped = Callable[..., Any]
@@ -92,7 +101,10 @@ def check_config(side: ConnectorSide, original: _Wrapped) -> _Wrapped:
 
     def wrapper(self: Any, *, strategy: Any, accelerator: Any, precision: Any, **kwargs: Any) -> None:
         refuse_other_namespaces(side.owner, strategy=strategy, accelerator=accelerator, plugins=kwargs.get("plugins"))
-        refuse_misspelt_names(strategy, accelerator, side.owner, side.fabric)
+        lightning_check = functools.partial(
+            original, self, strategy=strategy, accelerator=accelerator, precision=precision, **kwargs
+        )
+        refuse_misspelt_names(strategy, accelerator, side.owner, side.fabric, lightning_check)
         hpu_precision = hpu_precision_name(precision, accelerator, side.owner)
         # Lightning's check knows only its own names: give it a placeholder that keeps its other checks (a
         # precision plugin given as well is still refused), then put the HPU name back for the HPU plugin.
@@ -118,28 +130,41 @@ def choose_auto_accelerator(side: ConnectorSide, original: _Wrapped) -> _Wrapped
     return wrapper
 
 
+#: The connector's attribute for what ``devices`` selected, from :func:`check_devices` to :func:`init_accelerator`.
+SELECTION_ATTRIBUTE = "_hpu_selection"
+
+
 def check_devices(side: ConnectorSide, original: _Wrapped) -> _Wrapped:
-    """``devices`` checked for HPU; a strategy's own device count stands in for ``devices="auto"``."""
+    """``devices`` read for HPU, once, refusing what never names HPUs before anything starts; a strategy's own device
+    count stands in for ``devices="auto"``."""
 
     def wrapper(self: Any, devices: Any, num_nodes: int) -> None:
-        if is_hpu(self._accelerator_flag) and devices != "auto":
-            check_devices_syntax(devices)
         named = getattr(self._strategy_flag, "_requested_devices", None)
         if devices == "auto" and named is not None:
             # As Lightning does for a strategy's ``parallel_devices``: they, not "auto", set the HPU count.
             devices = named
+        if is_hpu(self._accelerator_flag):
+            setattr(self, SELECTION_ATTRIBUTE, read_devices(devices))
         original(self, devices, num_nodes)
 
     return wrapper
 
 
 def init_accelerator(side: ConnectorSide, original: _Wrapped) -> _Wrapped:
-    """An HPU accelerator without an HPU fails here, with one sentence."""
+    """An HPU accelerator without an HPU fails here, with one sentence; the HPUs ``devices`` selected (read by
+    :func:`check_devices`, or here when the accelerator was ``"auto"``) are counted against the visible ones, and the
+    accelerator built keeps them (``HPUAccelerator.selection``): they belong to this Trainer or Fabric."""
 
     def wrapper(self: Any) -> None:
-        if is_hpu(self._accelerator_flag):
-            require_backend()
+        if not is_hpu(self._accelerator_flag):
+            original(self)
+            return
+        require_backend()
+        selection: HPUSelection = vars(self).pop(SELECTION_ATTRIBUTE, None) or read_devices(self._devices_flag)
+        self._devices_flag = selection.number(HPUAccelerator.auto_device_count())  # Lightning goes on with the count
         original(self)
+        if isinstance(self.accelerator, HPUAccelerator):
+            self.accelerator.selection = selection
 
     return wrapper
 
@@ -177,7 +202,9 @@ def strategy_fallback(side: ConnectorSide, original: _Wrapped) -> _Wrapped:
         if hpu and isinstance(flag, str):
             registry = strategy_registry(side.fabric)
             is_hpu_strategy = functools.partial(_is_subclass, base=side.hooks_cls)
-            twin = strategy_names.hpu_strategy_for(flag, registry, is_hpu_strategy, side.owner)
+            # Lightning's own check of the name (its "ddp_fork" where the platform cannot fork) speaks first.
+            lightning_check = functools.partial(original, self)
+            twin = strategy_names.hpu_strategy_for(flag, registry, is_hpu_strategy, side.owner, lightning_check)
             if twin is not None:
                 name, settings = twin
                 self._strategy_flag = strategy_names.build_strategy(registry, name, settings) if settings else name
@@ -188,6 +215,21 @@ def strategy_fallback(side: ConnectorSide, original: _Wrapped) -> _Wrapped:
 
 def _is_subclass(strategy_cls: type, base: type) -> bool:
     return issubclass(strategy_cls, base)
+
+
+def gpu_backend_hint(side: ConnectorSide, original: _Wrapped) -> _Wrapped:
+    """``accelerator="gpu"`` without a GPU: Lightning's error, and where the machine has HPUs, that they are
+    ``accelerator="hpu"``."""
+
+    def wrapper() -> str:
+        try:
+            return original()
+        except Exception as error:
+            if not hpus_present():
+                raise
+            raise with_gpu_hint(error) from None
+
+    return wrapper
 
 
 def init_strategy(side: ConnectorSide, original: _Wrapped) -> _Wrapped:
@@ -214,6 +256,8 @@ def init_precision(side: ConnectorSide, original: _Wrapped) -> _Wrapped:
     def wrapper(self: Any) -> Any:
         if not is_hpu(self._accelerator_flag):
             return original(self)
+        if side.fabric:
+            check_fabric_precision(self, original)
         return _fabric_precision(self, side) if side.fabric else _trainer_precision(self, side)
 
     return wrapper
@@ -260,6 +304,7 @@ _WRAPPERS: tuple[tuple[str, Callable[[ConnectorSide, _Wrapped], _Wrapped]], ...]
     ("_check_strategy_and_fallback", strategy_fallback),
     ("_init_strategy", init_strategy),
     ("_check_and_init_precision", init_precision),
+    ("_choose_gpu_accelerator_backend", gpu_backend_hint),
 )
 
 

@@ -1,5 +1,5 @@
 """The patch that routes Lightning's SIGTERM agreement to
-:class:`~lightning_hpu.pytorch.strategies.sigterm.SigtermAgreement`.
+:class:`~lightning_hpu.pytorch.strategies.sigterm.SigtermAgreementHooks`.
 
 * ``_TrainingEpochLoop._broadcast_sigterm_tensor`` (a device broadcast and ``.item()`` per training batch) becomes a
   host-side vote; when the ranks agree, Lightning's ``received_sigterm`` is set on every rank and
@@ -21,7 +21,7 @@ from lightning.pytorch.trainer.states import TrainerFn
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from lightning_hpu.integration.wrapping import check_methods, wrap
-from lightning_hpu.pytorch.strategies.sigterm import SIGTERM_EXIT_CODE, SigtermAgreement
+from lightning_hpu.pytorch.strategies.sigterm import SIGTERM_EXIT_CODE, SigtermAgreementHooks
 
 #: Lightning's SIGTERM agreement: the loop's per-batch broadcast and the signal handler (class, method).
 SIGTERM_METHODS = (
@@ -36,10 +36,10 @@ def check() -> None:
         check_methods(owner, (name,))
 
 
-def agreeing_strategy(trainer: Any) -> SigtermAgreement | None:
+def agreeing_strategy(trainer: Any) -> SigtermAgreementHooks | None:
     """The trainer's strategy when it agrees on SIGTERM on the host and several processes run, else ``None``."""
     strategy = trainer.strategy
-    if isinstance(strategy, SigtermAgreement) and strategy.world_size > 1:
+    if isinstance(strategy, SigtermAgreementHooks) and strategy.world_size > 1:
         return strategy
     return None
 

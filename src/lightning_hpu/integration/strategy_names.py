@@ -16,17 +16,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from lightning_hpu.runtime.base import HPUConfigurationError
+from lightning_hpu.support.lightning_text import lightning_refusal
 
 
 @dataclass(frozen=True)
 class HPUTwin:
-    """The HPU strategy registered as ``name`` runs this family, with the Lightning name's preset settings.
-
-    ``dropped_settings`` are settings the HPU strategy decides itself (how DDP processes are started).
-    """
+    """The HPU strategy registered as ``name`` runs this family, with the Lightning name's preset settings: all of
+    them, so ``"ddp_spawn"`` spawns its processes on HPUs too."""
 
     name: str
-    dropped_settings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -36,15 +34,19 @@ class Refusal:
     use: str
     reason: str
 
-    def message(self, given: str, owner: str) -> str:
-        return f"`{owner}(strategy={given})` cannot drive an HPU ({self.reason}); use strategy={self.use!r} instead."
+    def message(self, given: str, owner: str, lightning_message: str = "") -> str:
+        """The sentence, after Lightning's own message where Lightning refuses the name too."""
+        return (
+            f"{lightning_message}`{owner}(strategy={given})` cannot drive an HPU ({self.reason}); use"
+            f" strategy={self.use!r} instead."
+        )
 
 
 #: Per Lightning strategy class name: the HPU strategy taking its names' settings, or a refusal. A class not listed
 #: is looked up by its bases (the nearest listed one wins), so XLA's subclasses of DDP are listed themselves.
 HPU_STRATEGY_TWINS: dict[str, HPUTwin | Refusal] = {
     "SingleDeviceStrategy": HPUTwin("hpu_single"),
-    "DDPStrategy": HPUTwin("hpu_parallel", dropped_settings=("start_method",)),
+    "DDPStrategy": HPUTwin("hpu_parallel"),
     "DeepSpeedStrategy": HPUTwin("hpu_deepspeed"),
     "FSDPStrategy": HPUTwin("hpu_fsdp"),
     "ModelParallelStrategy": HPUTwin("hpu_model_parallel"),
@@ -78,12 +80,17 @@ def _family(strategy_cls: type) -> HPUTwin | Refusal:
 
 
 def hpu_strategy_for(
-    name: str, registry: Mapping[str, Any], is_hpu_strategy: Callable[[type], bool], owner: str
+    name: str,
+    registry: Mapping[str, Any],
+    is_hpu_strategy: Callable[[type], bool],
+    owner: str,
+    lightning_check: Callable[[], object] | None = None,
 ) -> tuple[str, dict[str, Any]] | None:
     """The HPU strategy name and settings that a registered Lightning strategy ``name`` means on HPU.
 
     ``None`` when ``name`` already is an HPU strategy. Raises a one-sentence ``HPUConfigurationError`` naming the
-    HPU strategy to use when no HPU strategy can run it. Build the strategy with :func:`build_strategy`.
+    HPU strategy to use when no HPU strategy can run it, after the message of Lightning's own ``lightning_check`` of
+    the name where that refuses it too. Build the strategy with :func:`build_strategy`.
     """
     entry = registry[name]
     strategy_cls: type = entry["strategy"]
@@ -97,9 +104,8 @@ def hpu_strategy_for(
     if isinstance(rule, HPUTwin) and rule.name not in registry:
         rule = Refusal(rule.name, f"this lightning-hpu build does not register {rule.name!r}")
     if isinstance(rule, Refusal):
-        raise HPUConfigurationError(rule.message(repr(name), owner))
-    for key in rule.dropped_settings:
-        settings.pop(key, None)
+        lightning_message = lightning_refusal(lightning_check, ValueError) if lightning_check else ""
+        raise HPUConfigurationError(rule.message(repr(name), owner, lightning_message))
     return rule.name, settings
 
 

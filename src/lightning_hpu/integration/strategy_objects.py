@@ -27,7 +27,7 @@ from lightning_hpu.fabric.accelerator import HPUAccelerator
 from lightning_hpu.fabric.plugins.precision import HPUPrecision
 from lightning_hpu.integration import strategy_arguments
 from lightning_hpu.precision.deepspeed import FP8DeepSpeedPrecisionHooks
-from lightning_hpu.precision.fsdp import HPUFSDPPrecisionMixin
+from lightning_hpu.precision.fsdp import HPUFSDPPrecisionHelpers
 from lightning_hpu.pytorch.strategies.deepspeed import HPUDeepSpeedStrategy
 from lightning_hpu.pytorch.strategies.fsdp import HPUFSDPStrategy
 from lightning_hpu.pytorch.strategies.model_parallel import HPUModelParallelStrategy
@@ -47,7 +47,7 @@ HPU_OBJECT_TWINS: dict[type, type] = {
 }
 
 #: The precision plugins of lightning-hpu (every HPU precision derives from one of these).
-_HPU_PRECISIONS = (HPUPrecision, HPUFSDPPrecisionMixin, FP8DeepSpeedPrecisionHooks)
+_HPU_PRECISIONS = (HPUPrecision, HPUFSDPPrecisionHelpers, FP8DeepSpeedPrecisionHooks)
 
 
 def _start_method(value: Any) -> str | None:

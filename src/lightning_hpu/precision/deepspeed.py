@@ -16,7 +16,7 @@ from typing_extensions import override
 
 from lightning_hpu.fp8.engine import LayerFilter
 from lightning_hpu.precision.hpu_precision import PRECISION_ALIASES, HPUPrecision
-from lightning_hpu.precision.lightning_habana_arguments import HPU_DEVICE, ConvertModules, check_device
+from lightning_hpu.precision.lightning_habana_arguments import HPU_DEVICE, ConvertModulesHelpers, check_device
 
 #: What DeepSpeed itself runs outside the engine's fp8 layers, per fp8 precision.
 DEEPSPEED_PRECISION_OF_FP8 = {"fp8": "bf16-mixed", "fp8-float16": "16-mixed"}
@@ -35,7 +35,7 @@ def split_fp8_precision(
     return name, None
 
 
-class FP8DeepSpeedPrecisionHooks(ConvertModules):
+class FP8DeepSpeedPrecisionHooks(ConvertModulesHelpers):
     """The fp8 side of a DeepSpeed precision, written once for Fabric and the Trainer.
 
     Mix it in before Lightning's ``DeepSpeedPrecision`` (Fabric's or the Trainer's): the engine's layers are

@@ -40,7 +40,7 @@ FP8_UNDER_FSDP = (
 )
 
 
-class HPUFSDPPrecisionMixin:
+class HPUFSDPPrecisionHelpers:
     """HPU autocast, the fp16 device check and an HPU gradient scaler for an ``FSDPPrecision`` subclass."""
 
     precision: Any
@@ -56,7 +56,9 @@ class HPUFSDPPrecisionMixin:
         if isinstance(scaler, str):
             device, scaler = scaler, None
         self.device = check_device(device)
-        name = normalize_precision(precision)
+        # Lightning's FSDP plugin (the class after this mixin) refuses what the HPU does not run: its words first.
+        lightning_check = lambda: super(HPUFSDPPrecisionHelpers, self).__init__(precision)  # type: ignore[call-arg]  # noqa: E731
+        name = normalize_precision(precision, lightning_check)
         if name.startswith("fp8"):
             raise HPUConfigurationError(FP8_UNDER_FSDP)
         if "16-" in name and not name.startswith("bf16"):
@@ -76,4 +78,4 @@ class HPUFSDPPrecisionMixin:
         return torch.autocast(device_type=require_backend().autocast_device_type, dtype=dtype)
 
 
-__all__ = ["HPUFSDPPrecisionMixin"]
+__all__ = ["HPUFSDPPrecisionHelpers"]

@@ -8,12 +8,13 @@ autocast. fp16 and fp8 need Gaudi2 or later.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from types import ModuleType
 from typing import Any, Literal, get_args
 
 import torch
+from lightning.fabric.connector import _convert_precision_to_unified_args
 from lightning.fabric.plugins.precision.precision import _PRECISION_INPUT_INT, _PRECISION_INPUT_STR, Precision
 from lightning.fabric.plugins.precision.utils import _convert_fp_tensor, _DtypeContextManager
 from lightning.fabric.utilities.apply_func import apply_to_collection
@@ -26,8 +27,9 @@ from lightning_hpu.device.autocast_ops import set_autocast_op_lists
 from lightning_hpu.device.generation_rules import check_fp8_supported, check_fp16_supported
 from lightning_hpu.fp8.engine import LayerFilter, make_recipe, replace_linear_layers
 from lightning_hpu.precision import lightning_habana_arguments
-from lightning_hpu.precision.lightning_habana_arguments import HPU_DEVICE, ConvertModules, check_device
+from lightning_hpu.precision.lightning_habana_arguments import HPU_DEVICE, ConvertModulesHelpers, check_device
 from lightning_hpu.runtime import HPUConfigurationError, require_backend
+from lightning_hpu.support.lightning_text import lightning_refusal
 from lightning_hpu.support.precision_hints import precision_family_guess
 from lightning_hpu.support.suggestions import closest_name
 
@@ -56,20 +58,25 @@ _DTYPES = {
 }
 
 
-def normalize_precision(precision: Any) -> str:
-    """The full precision name for ``precision`` (accepting Lightning's aliases), or a clear error."""
+def normalize_precision(precision: Any, lightning_check: Callable[[], object] | None = None) -> str:
+    """The full precision name for ``precision`` (accepting Lightning's aliases), or a clear error (after the message
+    of ``lightning_check``, the check of the Lightning plugin a subclass extends, where that refuses it too)."""
     name = PRECISION_ALIASES.get(str(precision), str(precision))
     if name not in _DTYPES:
-        raise unsupported_precision(precision)
+        raise unsupported_precision(precision, lightning_check=lightning_check)
     return name
 
 
-def unsupported_precision(precision: Any, owner: str | None = None) -> HPUConfigurationError:
+def unsupported_precision(
+    precision: Any, owner: str | None = None, lightning_check: Callable[[], object] | None = None
+) -> HPUConfigurationError:
     """The one error for a precision the HPU does not run, given to a plugin or to ``Trainer``/``Fabric`` (``owner``).
 
     A name that is not Lightning's gets what it most likely means: the precision family its words name (``"bfloat16"``
     -> ``'bf16-mixed' or 'bf16-true'``, ``"fp16"`` -> ``'16-mixed'``), else the closest HPU name by spelling. A name
-    Lightning knows (such as ``"64-true"``) is no misspelling, and gets the list of HPU precisions.
+    Lightning knows (such as ``"64-true"``) is no misspelling, and gets the list of HPU precisions. Lightning's own
+    message comes first where Lightning refuses the name too: ``lightning_check``'s, or given to ``Trainer``/``Fabric``
+    a name Lightning does not know, its connector's.
     """
     given = f"`{owner}(precision={precision!r})`" if owner else f"`precision={precision!r}`"
     misspelt = str(precision) not in map(str, get_args(_PRECISION_INPUT_STR) + get_args(_PRECISION_INPUT_INT))
@@ -77,16 +84,19 @@ def unsupported_precision(precision: Any, owner: str | None = None) -> HPUConfig
     if misspelt:
         spelt_alike = closest_name(str(precision), [*_DTYPES, *PRECISION_ALIASES])
         guesses = precision_family_guess(str(precision)) or ((spelt_alike,) if spelt_alike else ())
+        if owner and lightning_check is None:
+            lightning_check = lambda: _convert_precision_to_unified_args(precision)  # noqa: E731
+    lightning_message = lightning_refusal(lightning_check, ValueError) if lightning_check else ""
     if guesses:
         meant = " or ".join(repr(guess) for guess in guesses)
-        return HPUConfigurationError(f"{given} is not supported on HPU: did you mean {meant}?")
+        return HPUConfigurationError(f"{lightning_message}{given} is not supported on HPU: did you mean {meant}?")
     return HPUConfigurationError(
-        f"{given} is not supported on HPU: use one of {', '.join(get_args(HPUPrecisionInput))}"
+        f"{lightning_message}{given} is not supported on HPU: use one of {', '.join(get_args(HPUPrecisionInput))}"
         " (Lightning's 'transformer-engine' means 'fp8')."
     )
 
 
-class HPUPrecision(Precision, ConvertModules):
+class HPUPrecision(Precision, ConvertModulesHelpers):
     """Precision on HPU: ``"32-true"``, ``"bf16-mixed"``, ``"16-mixed"``, ``"bf16-true"``, ``"16-true"``, ``"fp8"``,
     ``"fp8-float16"``.
 

@@ -17,7 +17,7 @@ from torch import nn
 
 
 class FP8Precision(Protocol):
-    """What :meth:`ConvertModules.convert_modules` uses of the plugin running fp8 (an ``HPUPrecision``)."""
+    """What :meth:`ConvertModulesHelpers.convert_modules` uses of the plugin running fp8 (an ``HPUPrecision``)."""
 
     precision: Any
     fp8_recipe: Any
@@ -58,7 +58,7 @@ def inc_available() -> bool:
     return True
 
 
-class ConvertModules:
+class ConvertModulesHelpers:
     """lightning-habana's ``plugin.convert_modules(module, ...)``, one method for every HPU precision plugin that can
     run fp8: :class:`~lightning_hpu.HPUPrecision` itself, and the DeepSpeed plugins, whose fp8 side is one."""
 

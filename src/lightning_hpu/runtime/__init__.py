@@ -5,6 +5,9 @@ There is one backend. On a Gaudi, ``habana_frameworks`` is the bridge of the Int
 through that import, as a Gaudi's bridge is), and the same backend code drives it. Nothing is opened at import. The
 backend is created on first use and cached per process; child processes inherit ``LIGHTNING_HPU_BACKEND`` and so
 make the same choice.
+
+Imports (the layering test checks this paragraph): no Lightning package (Lightning-free, with all it imports);
+nothing of this package.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from lightning_hpu.runtime.base import (
     HPUNotAvailableError,
     generation_rank,
 )
+from lightning_hpu.runtime.recipe_cache import apply_recipe_cache_from_env
 
 __all__ = [
     "GAUDI_GENERATIONS",
@@ -75,8 +79,9 @@ def bridge_installed() -> bool:
 def hpu_expected() -> bool:
     """Whether this machine is meant to run HPUs: a Gaudi bridge is installed, or ``LIGHTNING_HPU_BACKEND=cpu`` chose
     the stand-in. Elsewhere (a CPU or CUDA machine where lightning-hpu is merely installed) the package stays silent:
-    no start-up line, no version warning. Nothing is imported to decide."""
-    return settings.requested_backend() == "cpu" or bridge_installed()
+    no start-up line, no version warning. Nothing is imported to decide, and nothing raises: a bad
+    ``LIGHTNING_HPU_BACKEND`` is refused where the HPU is asked for (:func:`get_backend`)."""
+    return settings.standin_requested() or bridge_installed()
 
 
 def _create_backend() -> HPUBackend | None:
@@ -85,6 +90,7 @@ def _create_backend() -> HPUBackend | None:
         return None
     if bridge_emulated() and requested != "cpu":
         return None  # the stand-in serves only while LIGHTNING_HPU_BACKEND=cpu chooses it
+    apply_recipe_cache_from_env()  # a bad LIGHTNING_HPU_RECIPE_CACHE, let pass at import, is refused here
     _claim_a_port_before_the_bridge()
     from lightning_hpu.runtime.bridge import BridgeBackend
 

@@ -20,6 +20,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from lightning_hpu.runtime.base import HPUConfigurationError
+
 RECIPE_CACHE_CONFIG_ENV = "PT_HPU_RECIPE_CACHE_CONFIG"
 #: The package's environment route: a directory for the recipe cache (size and deletion take their defaults).
 RECIPE_CACHE_PATH_ENV = "LIGHTNING_HPU_RECIPE_CACHE"
@@ -108,7 +110,17 @@ class RecipeCache:
 
 
 def apply_recipe_cache_from_env() -> None:
-    """``LIGHTNING_HPU_RECIPE_CACHE=<path>``: set up that cache, unless ``PT_HPU_RECIPE_CACHE_CONFIG`` is set."""
+    """``LIGHTNING_HPU_RECIPE_CACHE=<path>``: set up that cache, unless ``PT_HPU_RECIPE_CACHE_CONFIG`` is set.
+
+    Raises:
+        HPUConfigurationError: the path cannot hold the cache (a file, say); the message names the variable.
+    """
     path = os.environ.get(RECIPE_CACHE_PATH_ENV, "").strip()
     if path and RECIPE_CACHE_CONFIG_ENV not in os.environ:
-        RecipeCache(path).apply()
+        try:
+            RecipeCache(path).apply()
+        except (ValueError, OSError) as error:
+            raise HPUConfigurationError(
+                f"{RECIPE_CACHE_PATH_ENV}={path!r} cannot hold the bridge's recipe cache ({error}): set it to a"
+                " directory lightning-hpu may create and write, or unset it."
+            ) from None

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 
 import lightning_hpu_module_ids
 from lightning_hpu.runtime.base import HPUConfigurationError
@@ -35,6 +37,34 @@ def requested_backend() -> str | None:
             f" to 'hpu' for a Gaudi, or unset it to detect a Gaudi."
         )
     return value
+
+
+@contextlib.contextmanager
+def variable_set(name: str, value: str) -> Iterator[None]:
+    """``name=value`` in ``os.environ`` inside the block only (for a library that reads it once, or for the processes
+    started inside), then as it was: nothing the package sets for a moment is left behind."""
+    previous = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = previous
+
+
+def launcher_pid() -> int | None:
+    """The pid in ``LIGHTNING_HPU_LAUNCHER_PID`` (``None`` when unset), set for the ranks a launcher starts."""
+    value = os.environ.get(LAUNCHER_PID_ENV, "").strip()
+    if not value:
+        return None
+    if not value.isdigit() or int(value) == 0:
+        raise HPUConfigurationError(
+            f"{LAUNCHER_PID_ENV}={os.environ[LAUNCHER_PID_ENV]!r} is not a process id: lightning-hpu sets it, to the"
+            " launching process's pid, for the ranks it starts; unset it."
+        )
+    return int(value)
 
 
 def lazy_mode_from_env() -> bool:

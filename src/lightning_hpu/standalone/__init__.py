@@ -15,6 +15,9 @@ and the modules mirror the package's (``lightning_hpu.standalone.pytorch.strateg
 ``lightning_hpu.standalone.fabric.strategies``, ...). They are the package's own source built against the
 standalone packages (:mod:`~lightning_hpu.standalone.renaming`), not a copy; names that do not depend on Lightning
 (``wrap_in_hpu_graph``, ``get_backend``, ...) are the very objects of ``lightning_hpu``.
+
+Imports (the layering test checks this paragraph): no Lightning package by name; of this package, ``lightning_hpu``
+(the package itself, whose modules it serves with Lightning's names renamed).
 """
 
 from __future__ import annotations

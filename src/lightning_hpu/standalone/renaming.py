@@ -6,8 +6,8 @@ first imported: :class:`StandaloneFinder` serves ``lightning_hpu.standalone.<nam
 ``lightning_hpu.<name>`` with those names renamed, and with ``lightning_hpu.<x>`` renamed to
 ``lightning_hpu.standalone.<x>`` for every module that is renamed too.
 
-A module is renamed when it reaches Lightning through its imports (:func:`renamed_modules`); the Lightning-free
-modules (the runtime seam, HPU graphs, fp8, data, ...) are shared, so there is one backend per process and an
+A module is renamed when it reaches Lightning through its imports (:func:`renamed_modules`); the modules that reach
+none (the runtime seam, HPU graphs, fp8, data, ...) are shared, so there is one backend per process and an
 ``HPUGraph`` is the same class under both namespaces. Tracebacks point at the real source files.
 """
 
@@ -124,7 +124,7 @@ class RenamedSourceLoader(importlib.abc.Loader):
 
 
 class SharedLoader(importlib.abc.Loader):
-    """Serves a Lightning-free module under its standalone name as the very module of ``lightning_hpu``
+    """Serves a module that reaches no Lightning under its standalone name as the very module of ``lightning_hpu``
     (``from lightning_hpu.standalone.distributed import elastic``)."""
 
     def __init__(self, source_name: str) -> None:

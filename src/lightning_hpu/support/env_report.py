@@ -323,10 +323,11 @@ def collect(environ: dict[str, str] | None = None) -> Report:
     return report
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Print the report; the exit status is 1 when something would stop a run, else 0."""
+def main(argv: Sequence[str] | None = None, prog: str = "lightning-hpu-env") -> int:
+    """Print the report; the exit status is 1 when something would stop a run, else 0. ``prog``: the command's name
+    in its help (``lightning-hpu env`` runs it too)."""
     parser = argparse.ArgumentParser(
-        prog="lightning-hpu-env",
+        prog=prog,
         description="Print lightning-hpu's environment report for bug reports; exit status 1 when something would"
         " stop a run.",
     )

@@ -55,8 +55,8 @@ import re
 import sys
 import warnings
 from dataclasses import dataclass
+from importlib.metadata import version
 
-import lightning
 import torch
 
 __all__ = [
@@ -119,11 +119,18 @@ class UntestedVersionWarning(UserWarning):
     """torch, Lightning or Python is outside the versions lightning-hpu is tested with."""
 
 
+def lightning_version() -> str:
+    """Lightning's version: the imported package's, once the program imported it (what runs), else its distribution's
+    (importing ``lightning`` to ask would import the Trainer, which this module, below every layer, does not)."""
+    imported = sys.modules.get("lightning")
+    return str(imported.__version__) if imported is not None else version("lightning")
+
+
 def installed_versions() -> dict[str, str]:
     """The versions of this environment, by the names :data:`TESTED` uses."""
     return {
         "torch": str(torch.__version__),
-        "lightning": lightning.__version__,
+        "lightning": lightning_version(),
         "python": ".".join(str(part) for part in sys.version_info[:3]),
     }
 

@@ -15,6 +15,7 @@ import torch
 
 from lightning_hpu import HPUCheckpointIO
 from lightning_hpu.checkpoint.files import process_start_time, remove_orphaned_temporary_files, this_host
+from tests.helpers.trainer import quiet_trainer
 
 
 class FakeHPUTensor(torch.Tensor):
@@ -178,9 +179,8 @@ def test_the_strategy_setup_cleans_the_checkpoint_directory_before_the_run(tmp_p
             seen.append(sorted(p.name for p in tmp_path.iterdir()))
 
     never_saves = ModelCheckpoint(dirpath=tmp_path, save_top_k=0, save_last=False)
-    trainer = Trainer(
-        accelerator="hpu", devices=1, max_steps=1, callbacks=[never_saves, SeeDirectory()], logger=False,
-        enable_progress_bar=False, enable_model_summary=False, limit_val_batches=0,
-    )  # fmt: skip
+    trainer = quiet_trainer(
+        accelerator="hpu", devices=1, max_steps=1, callbacks=[never_saves, SeeDirectory()], limit_val_batches=0
+    )
     trainer.fit(BoringModel())
     assert seen == [[live.name]]

@@ -9,14 +9,13 @@ from typing import Any
 import pytest
 import torch
 from lightning.fabric import Fabric
-from lightning.pytorch import Trainer
 from torch import nn
 
 from lightning_hpu import HPUConfigurationError
 from lightning_hpu.compile import default_backend
+from tests.helpers.models import BlockModel
 from tests.helpers.standin import counters as standin_counters
-from tests.helpers.trainer import quiet_trainer_kwargs, rank_zero_lines
-from tests.lightning_hpu.pytorch.callbacks.test_compile import BlockModel
+from tests.helpers.trainer import quiet_trainer, rank_zero_lines
 
 TOLD = (
     "torch.compile's default backend (Inductor) does not run on HPUs: {} compiles with backend='hpu_backend' instead."
@@ -92,7 +91,7 @@ def test_what_the_hpu_cannot_compile_is_refused_naming_hpu_backend(
         with pytest.raises(HPUConfigurationError, match=message):
             fabric.setup(torch.compile(nn.Linear(4, 2), **kwargs))
         return
-    trainer = Trainer(accelerator="hpu", max_steps=1, enable_checkpointing=False, **quiet_trainer_kwargs(tmp_path))
+    trainer = quiet_trainer(tmp_path, accelerator="hpu", max_steps=1, enable_checkpointing=False)
     with pytest.raises(HPUConfigurationError, match=message):
         trainer.fit(torch.compile(BlockModel(log=False), **kwargs))
     assert trainer.global_step == 0 and standin_counters().compiled_graphs == 0  # refused before any step
@@ -102,13 +101,13 @@ def test_the_trainer_fits_a_default_compiled_model_with_hpu_backend(
     standin: Any, tmp_path: Any, lines: list[str]
 ) -> None:
     model = BlockModel(log=False)
-    trainer = Trainer(accelerator="hpu", max_steps=2, enable_checkpointing=False, **quiet_trainer_kwargs(tmp_path))
+    trainer = quiet_trainer(tmp_path, accelerator="hpu", max_steps=2, enable_checkpointing=False)
     before = standin_counters().compiled_graphs
     trainer.fit(torch.compile(model, dynamic=False))
     assert trainer.global_step == 2
     assert standin_counters().compiled_graphs > before
     assert model._compiler_ctx[default_backend.COMPILE_KWARGS_KEY] == {"dynamic": False, "backend": "hpu_backend"}
-    again = Trainer(accelerator="hpu", max_steps=1, enable_checkpointing=False, **quiet_trainer_kwargs(tmp_path))
+    again = quiet_trainer(tmp_path, accelerator="hpu", max_steps=1, enable_checkpointing=False)
     again.fit(model)  # the module as the first fit left it: compiled for HPU already, so not compiled again
     assert again.global_step == 1
     assert lines.count(TOLD.format("Trainer")) == 1, lines

@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 import torch
-from lightning.pytorch import Trainer
 from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler
 
 from lightning_hpu import HPUCompile, HPURecompileMonitor
@@ -23,7 +22,7 @@ from lightning_hpu.data import (
 )
 from tests.helpers.bucketing_model import BucketedTokenModel, sample_lengths
 from tests.helpers.standin import counters as standin_counters
-from tests.helpers.trainer import quiet_trainer_kwargs
+from tests.helpers.trainer import quiet_trainer
 from tests.helpers.two_device_run import TwoDeviceRun
 
 
@@ -138,12 +137,12 @@ def _fit_compiled(tmp_path: Any, buckets: list[int], grouped: bool) -> tuple[Buc
     before = counters.compiled_recipes
     model = BucketedTokenModel(buckets, grouped=grouped)
     monitor = HPURecompileMonitor(warmup_steps=100)
-    trainer = Trainer(
+    trainer = quiet_trainer(
+        tmp_path,
         accelerator="hpu",
         max_epochs=1,
         enable_checkpointing=False,
         callbacks=[HPUCompile(dynamic=False), monitor],
-        **quiet_trainer_kwargs(tmp_path),
     )
     trainer.fit(model)
     return model, counters.compiled_recipes - before, monitor.total

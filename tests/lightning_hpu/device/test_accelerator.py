@@ -12,6 +12,7 @@ from lightning.pytorch.strategies import StrategyRegistry
 from lightning_hpu import HPUAccelerator
 from lightning_hpu.runtime import MEMORY_STAT_KEYS
 from tests.helpers.standin import reset_backend
+from tests.helpers.trainer import quiet_trainer
 
 
 @pytest.mark.parametrize(
@@ -73,22 +74,19 @@ def test_names_are_registered_for_trainer_and_fabric() -> None:
 
 
 def test_device_stats_monitor_logs_hpu_memory(tmp_path: object) -> None:
-    from lightning.pytorch import Trainer
     from lightning.pytorch.callbacks import DeviceStatsMonitor
     from lightning.pytorch.loggers import CSVLogger
 
     from tests.helpers.models import RegressionModel
 
     logger = CSVLogger(str(tmp_path))
-    trainer = Trainer(
+    trainer = quiet_trainer(
         accelerator="hpu",
         max_steps=2,
         limit_val_batches=0,
         log_every_n_steps=1,
         callbacks=[DeviceStatsMonitor()],
         logger=logger,
-        enable_progress_bar=False,
-        enable_model_summary=False,
     )
     trainer.fit(RegressionModel())
     header = (logger.log_dir + "/metrics.csv").replace("//", "/")

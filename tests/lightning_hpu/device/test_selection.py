@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 from lightning.fabric import Fabric
-from lightning.pytorch import Trainer
 
-from lightning_hpu.device.selection import bind_selected_hpu, remember_device_indices
+from lightning_hpu.device.selection import read_devices
 from lightning_hpu.distributed.collectives import initialize_hccl
 from lightning_hpu.runtime import get_backend
 from tests.helpers.standin import reset_backend
+from tests.helpers.trainer import quiet_trainer
 
 
 @pytest.fixture
@@ -27,7 +27,7 @@ def four_hpus(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 def test_trainer_with_one_listed_hpu_binds_to_it(four_hpus: Any) -> None:
-    trainer = Trainer(accelerator="hpu", devices=[3], logger=False, enable_progress_bar=False)
+    trainer = quiet_trainer(accelerator="hpu", devices=[3])
     assert four_hpus.current_device() == 0
     trainer.strategy.setup_environment()
     assert os.environ["HLS_MODULE_ID"] == "3"
@@ -41,7 +41,7 @@ def test_fabric_with_one_listed_hpu_binds_to_it(four_hpus: Any) -> None:
 
 
 def test_a_count_binds_nothing(four_hpus: Any) -> None:
-    trainer = Trainer(accelerator="hpu", devices=1, logger=False, enable_progress_bar=False)
+    trainer = quiet_trainer(accelerator="hpu", devices=1)
     trainer.strategy.setup_environment()
     assert "HLS_MODULE_ID" not in os.environ
     assert four_hpus.current_device() == 0
@@ -49,14 +49,12 @@ def test_a_count_binds_nothing(four_hpus: Any) -> None:
 
 def test_listed_hpus_are_positions_among_the_visible_modules(four_hpus: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HABANA_VISIBLE_MODULES", "1,3")
-    remember_device_indices([0, 1])
-    assert bind_selected_hpu(1, four_hpus.device_count()) == 3
+    assert read_devices([0, 1]).bind(1, four_hpus.device_count()) == 3
     assert four_hpus.current_device() == 3
 
 
 def test_each_local_rank_binds_before_the_process_group(four_hpus: Any) -> None:
-    remember_device_indices([2, 3])
-    assert initialize_hccl(world_size=2, global_rank=1, local_rank=1) == "hccl"
+    assert initialize_hccl(world_size=2, global_rank=1, local_rank=1, selection=read_devices([2, 3])) == "hccl"
     assert four_hpus.current_device() == 3
 
 
@@ -73,9 +71,8 @@ def test_binding_refusals_are_one_sentence(
 ) -> None:
     for name, value in setup.items():
         monkeypatch.setenv(name, value)
-    remember_device_indices([2, 3])
     with pytest.raises(ValueError, match=message):
-        bind_selected_hpu(local_rank, four_hpus.device_count())
+        read_devices([2, 3]).bind(local_rank, four_hpus.device_count())
 
 
 # --- the stand-in's emulation of the bridge's module rules ----------------------------------------------------
@@ -115,7 +112,7 @@ def test_an_unbound_process_opens_the_first_visible_module(monkeypatch: pytest.M
     reset_backend()
     try:
         assert get_backend().current_device() == 2
-        trainer = Trainer(accelerator="hpu", devices=1, logger=False, enable_progress_bar=False)
+        trainer = quiet_trainer(accelerator="hpu", devices=1)
         assert trainer.strategy.root_device.type == "hpu"
         trainer.strategy.setup_environment()
         assert get_backend().current_device() == 2

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -27,42 +26,21 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import MPI_PREFIX
-from tests.helpers.paths import ROOT, SCENARIOS
-from tests.helpers.processes import alive
+from tests.helpers.paths import SCENARIOS
+from tests.helpers.processes import alive, free_port, scenario_environment
 
 LAUNCHER_SCENARIOS = SCENARIOS / "launcher_scenarios.py"
-_LAUNCH_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "WORLD_SIZE", "LOCAL_RANK", "RANK", "GROUP_RANK")
 STALL_TIMEOUT_S = 30  # also bounds the process group's start: the real-interpreter rank importing must make it
 DEVICES, NODES = 2, 2
 
 
-_PORTS_GIVEN: set[int] = set()
-
-
-def _free_port() -> int:
-    """A free port, never one this test run handed out before (the jobs of a test start side by side)."""
-    while True:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = int(sock.getsockname()[1])
-        if port not in _PORTS_GIVEN:
-            _PORTS_GIVEN.add(port)
-            return port
-
-
 def _env(**extra: str) -> dict[str, str]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in _LAUNCH_VARIABLES and not key.startswith(("SLURM_", "TORCHELASTIC_", "OMPI_", "PMIX_"))
-    }
-    env.update(
-        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")])),
+    return scenario_environment(
+        leave_out=("SLURM_", "TORCHELASTIC_", "OMPI_", "PMIX_"),
         LIGHTNING_HPU_BACKEND="cpu",
         LIGHTNING_HPU_CPU_DEVICES=str(DEVICES),
         **extra,
     )
-    return env
 
 
 def _mpi() -> tuple[str, str] | None:
@@ -131,7 +109,7 @@ def _scenario(mode: str, out: Path, nodes: int, *extra: object) -> list[str]:
 
 
 def _lightning_job(job: Job, mode: str, *extra: object, nodes: int = NODES, python: str = sys.executable) -> None:
-    port = str(_free_port())
+    port = str(free_port())
     for node in range(nodes):
         env = _env(MASTER_ADDR="127.0.0.1", MASTER_PORT=port, NODE_RANK=str(node))
         job.start([python, *_scenario(mode, job.out, nodes, *extra)], env)
@@ -140,7 +118,7 @@ def _lightning_job(job: Job, mode: str, *extra: object, nodes: int = NODES, pyth
 def _torchrun_job(
     job: Job, mode: str, *extra: object, nodes: int = NODES, restarts: int = 0, python: str = sys.executable
 ) -> None:
-    port = str(_free_port())
+    port = str(free_port())
     for node in range(nodes):
         command = [python, "-m", "torch.distributed.run", f"--nnodes={nodes}", f"--nproc-per-node={DEVICES}"]
         command += [f"--node-rank={node}", "--master-addr=127.0.0.1", f"--master-port={port}"]
@@ -161,7 +139,7 @@ def _slurm_job(job: Job, mode: str, python: str = sys.executable) -> None:
         "SLURM_NODELIST": "gaudi-[1-2]",
         "SLURM_STEP_NUM_TASKS": str(world),
         "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": str(_free_port()),
+        "MASTER_PORT": str(free_port()),
     }
     for rank in range(world):
         task = {

@@ -23,12 +23,13 @@ from lightning_hpu.fabric.strategies import HPUFSDPStrategy as FabricHPUFSDPStra
 from lightning_hpu.fabric.strategies import HPUModelParallelStrategy as FabricHPUModelParallelStrategy
 from lightning_hpu.runtime import HPUConfigurationError, require_backend
 from tests.helpers.standin import reset_backend
+from tests.helpers.trainer import quiet_trainer
 
 
 def _trainer(**kwargs: Any) -> Trainer:
     kwargs.setdefault("accelerator", "hpu")
     kwargs.setdefault("devices", 2)
-    return Trainer(logger=False, enable_progress_bar=False, enable_model_summary=False, **kwargs)
+    return quiet_trainer(**kwargs)
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ Python without lightning-hpu (as a machine without HPU would) and into the plain
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,11 +17,11 @@ import pytest
 import torch
 
 from tests.helpers.paths import ROOT, SCENARIOS
+from tests.helpers.processes import scenario_environment
 from tests.helpers.two_device_run import TwoDeviceRun
 
 SCRIPT = SCENARIOS / "sharded_scenarios.py"
 HCCL_REFUSAL = "Unsupported ReduceOp for HCCL process group"
-_LAUNCH_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "WORLD_SIZE", "LOCAL_RANK", "RANK", "GROUP_RANK")
 
 _READ_WITHOUT_HPU = """
 import sys, torch
@@ -34,14 +33,9 @@ print(torch.cat([state[key].reshape(-1).float() for key in sorted(state)]).tolis
 
 
 def _env() -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if key not in _LAUNCH_VARIABLES}
-    env.update(
-        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")])),
-        LIGHTNING_HPU_BACKEND="cpu",
-        LIGHTNING_HPU_CPU_DEVICES="2",
+    return scenario_environment(
+        leave_out=("PT_HPU_LAZY_MODE",), LIGHTNING_HPU_BACKEND="cpu", LIGHTNING_HPU_CPU_DEVICES="2"
     )
-    env.pop("PT_HPU_LAZY_MODE", None)
-    return env
 
 
 def _check_rank(report: dict[str, Any]) -> None:

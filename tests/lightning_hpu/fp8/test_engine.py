@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import enum
 import json
 import os
 import sys
 import types
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
-import torch.nn.functional as F
 from lightning.fabric import Fabric
 from lightning.pytorch import LightningModule, Trainer
 from torch import nn
@@ -31,48 +27,9 @@ from lightning_hpu import (
 )
 from lightning_hpu.fp8.inference import default_config
 from lightning_hpu.runtime import settings
-
-# --- a recording engine: the interface of the Gaudi Transformer Engine, computing plain F.linear ------------------
-
-
-def make_fake_engine() -> types.SimpleNamespace:
-    """A ``te`` namespace whose Linear/fp8_autocast/DelayedScaling record how they were used."""
-    log: dict[str, list[Any]] = {"linear_init": [], "autocast": []}
-    state = {"fp8_active": False}
-
-    class Format(enum.Enum):
-        E4M3 = "e4m3"
-        E5M2 = "e5m2"
-        HYBRID = "hybrid"
-
-    class DelayedScaling:
-        def __init__(self, margin: int = 0, interval: int = 1, fp8_format: Format = Format.E5M2) -> None:
-            self.margin, self.interval, self.fp8_format = margin, interval, fp8_format
-
-    class Linear(nn.Module):
-        def __init__(self, in_features: int, out_features: int, bias: bool = True, **kwargs: Any) -> None:
-            super().__init__()
-            log["linear_init"].append(dict(in_features=in_features, out_features=out_features, bias=bias, **kwargs))
-            # Fresh weights, as the engine allocates (normal(0, 0.023)); conversion must not leave them in place.
-            self.weight = nn.Parameter(torch.randn(out_features, in_features) * 0.023)
-            self.bias = nn.Parameter(torch.zeros(out_features)) if bias else None
-            self.fp8_calls = 0
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            self.fp8_calls += int(state["fp8_active"])
-            return F.linear(x, self.weight, self.bias)
-
-    @contextmanager
-    def fp8_autocast(enabled: bool = False, fp8_recipe: Any = None, **kwargs: Any) -> Iterator[None]:
-        log["autocast"].append({"enabled": enabled, "fp8_recipe": fp8_recipe, **kwargs})
-        state["fp8_active"] = enabled
-        try:
-            yield
-        finally:
-            state["fp8_active"] = False
-
-    recipe = types.SimpleNamespace(DelayedScaling=DelayedScaling, Format=Format)
-    return types.SimpleNamespace(Linear=Linear, fp8_autocast=fp8_autocast, recipe=recipe, log=log, state=state)
+from tests.helpers.fp8_recorders import make_fake_engine
+from tests.helpers.models import TinyRegressor
+from tests.helpers.trainer import quiet_trainer
 
 
 @pytest.fixture
@@ -215,23 +172,6 @@ def test_bad_recipe_is_refused(engine: types.SimpleNamespace, recipe: Any, error
 # --- fp8 with the Trainer and Fabric (recording engine) ---------------------------------------------------------------
 
 
-class Classifier(LightningModule):
-    def __init__(self) -> None:
-        super().__init__()
-        torch.manual_seed(0)
-        self.net = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 1))
-        self.losses: list[float] = []
-
-    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
-        x, y = batch
-        loss = F.mse_loss(self.net(x).float(), y)
-        self.losses.append(loss.item())
-        return loss
-
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        return torch.optim.SGD(self.parameters(), lr=0.05)
-
-
 def _loader() -> DataLoader:
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(64, 8, generator=generator)
@@ -240,20 +180,17 @@ def _loader() -> DataLoader:
 
 def test_trainer_fp8_fit_with_accumulation_and_resume(engine: types.SimpleNamespace, tmp_path: Path) -> None:
     def trainer(epochs: int) -> Trainer:
-        return Trainer(
+        return quiet_trainer(
+            tmp_path,
             accelerator="hpu",
             devices=1,
             plugins=[HPUPrecisionPlugin("fp8", fp8_recipe={"margin": 0, "interval": 1})],
             max_epochs=epochs,
             accumulate_grad_batches=2,
-            logger=False,
             enable_checkpointing=False,
-            enable_progress_bar=False,
-            enable_model_summary=False,
-            default_root_dir=tmp_path,
         )
 
-    model = Classifier()
+    model = TinyRegressor()
     first = trainer(3)
     first.fit(model, _loader())
     assert isinstance(model.net[0], engine.Linear) and isinstance(model.net[2], engine.Linear)
@@ -264,7 +201,7 @@ def test_trainer_fp8_fit_with_accumulation_and_resume(engine: types.SimpleNamesp
 
     ckpt = tmp_path / "fp8.ckpt"
     first.save_checkpoint(ckpt)
-    resumed = Classifier()
+    resumed = TinyRegressor()
     second = trainer(4)
     second.fit(resumed, _loader(), ckpt_path=ckpt)
     assert second.global_step == 8
@@ -289,48 +226,6 @@ def test_fabric_fp8_keeps_the_optimizer_working(engine: types.SimpleNamespace) -
 
 
 # --- fp8 inference with Intel Neural Compressor (recording stand-in for INC) ------------------------------------------
-
-
-@pytest.fixture
-def inc(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
-    calls: list[tuple[str, Any, Any]] = []
-
-    class FP8Config:
-        def __init__(self, mode: str = "AUTO", dump_stats_path: str = "./hqt_output/measure", **kwargs: Any) -> None:
-            self.mode, self.dump_stats_path = mode, dump_stats_path
-
-        @classmethod
-        def from_json_file(cls, path: str) -> FP8Config:
-            data = json.loads(Path(path).read_text())
-            return cls(mode=data["mode"], dump_stats_path=data["dump_stats_path"])
-
-        @property
-        def measure(self) -> bool:
-            return self.mode == "MEASURE"
-
-        @property
-        def quantize(self) -> bool:
-            return self.mode == "QUANTIZE"
-
-    def prepare(model: nn.Module, config: FP8Config) -> nn.Module:
-        calls.append(("prepare", model, config))
-        return model
-
-    def convert(model: nn.Module, config: FP8Config) -> nn.Module:
-        calls.append(("convert", model, config))
-        return model
-
-    def finalize_calibration(model: nn.Module) -> None:
-        calls.append(("finalize_calibration", model, None))
-
-    quantization = types.ModuleType("neural_compressor.torch.quantization")
-    quantization.__dict__.update(
-        FP8Config=FP8Config, prepare=prepare, convert=convert, finalize_calibration=finalize_calibration
-    )
-    monkeypatch.setitem(sys.modules, "neural_compressor", types.ModuleType("neural_compressor"))
-    monkeypatch.setitem(sys.modules, "neural_compressor.torch", types.ModuleType("neural_compressor.torch"))
-    monkeypatch.setitem(sys.modules, "neural_compressor.torch.quantization", quantization)
-    return types.SimpleNamespace(calls=calls, FP8Config=FP8Config)
 
 
 def _config(tmp_path: Path, mode: str) -> Path:
@@ -399,9 +294,7 @@ class _Scorer(LightningModule):
 
 
 def _inference_trainer(root: Path, callback: HPUFp8Inference) -> Trainer:
-    return Trainer(
-        accelerator="hpu", default_root_dir=root, callbacks=[callback], enable_progress_bar=False, logger=False
-    )
+    return quiet_trainer(root, accelerator="hpu", callbacks=[callback])
 
 
 def test_fp8_inference_callback_measures_in_test_then_quantizes_in_predict(
@@ -450,9 +343,7 @@ def test_fp8_inference_artefacts_stay_in_the_runs_directories(
     assert inc.calls[0][2].dump_stats_path == str(tmp_path / "logs" / "exp" / "fp8_stats" / "measure")
     # A run that fails (INC missing) writes nothing anywhere, and a Trainer's default root is not the stats' home.
     monkeypatch.setitem(sys.modules, "neural_compressor.torch.quantization", None)  # as when not installed
-    failing = Trainer(
-        accelerator="hpu", logger=False, callbacks=[HPUFp8Inference("measure")], enable_progress_bar=False
-    )
+    failing = quiet_trainer(accelerator="hpu", callbacks=[HPUFp8Inference("measure")])
     with pytest.raises(HPUFeatureUnavailableError, match="fp8 inference needs Intel Neural Compressor"):
         failing.test(model, loader, verbose=False)
     assert list(workdir.iterdir()) == []
@@ -481,13 +372,11 @@ def test_fp8_inference_callback_under_deepspeed_inference(
     try:
         model = _Scorer()
         model.inc = inc
-        trainer = Trainer(
+        trainer = quiet_trainer(
+            tmp_path,
             accelerator="hpu",
-            strategy=HPUDeepSpeedStrategy(dtype=torch.float32),  # an inference setting: deepspeed.init_inference
-            default_root_dir=tmp_path,
+            strategy=HPUDeepSpeedStrategy(dtype=torch.float32),
             callbacks=[HPUFp8Inference("measure")],
-            enable_progress_bar=False,
-            logger=False,
         )
         predictions = trainer.predict(model, DataLoader(TensorDataset(torch.randn(4, 4)), batch_size=2))
         assert isinstance(trainer.strategy.model, InferenceEngine) and len(predictions) == 2

@@ -26,10 +26,11 @@ from lightning_hpu.fabric.strategies import SingleHPUStrategy as FabricSingleHPU
 from lightning_hpu.integration import connectors
 from tests.helpers.standin import counters as standin_counters
 from tests.helpers.standin import reset_backend
+from tests.helpers.trainer import quiet_trainer
 
 
 def _trainer(**kwargs: Any) -> Trainer:
-    return Trainer(logger=False, enable_progress_bar=False, enable_model_summary=False, **kwargs)
+    return quiet_trainer(**kwargs)
 
 
 @pytest.mark.parametrize("accelerator", [HPUAccelerator(), "hpu", "auto"])

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 import torch
 from lightning.fabric import Fabric
-from lightning.pytorch import Trainer
 from torch import nn
 
 from lightning_hpu.device.autocast_ops import FP32_OPS_ENV, LOWER_PRECISION_OPS_ENV
@@ -22,7 +21,7 @@ from lightning_hpu.runtime import HPUConfigurationError, require_backend
 from lightning_hpu.runtime.bridge import BridgeBackend
 from tests.helpers.models import RegressionModel, regression_data
 from tests.helpers.paths import DATA
-from tests.helpers.trainer import quiet_trainer_kwargs
+from tests.helpers.trainer import quiet_trainer
 
 CONFIGS = DATA / "gaudi_configs"
 PUBLISHED = [
@@ -91,10 +90,14 @@ def test_a_published_file_configures_a_trainer_that_trains(
     values = _expected(name)
     config = GaudiConfig.from_json(CONFIGS / name)
     model = DtypeProbe()
-    trainer = Trainer(
-        accelerator="hpu", max_steps=4, limit_val_batches=0, gradient_clip_val=0.5,
-        **config.trainer_arguments(), **quiet_trainer_kwargs(tmp_path),
-    )  # fmt: skip
+    trainer = quiet_trainer(
+        tmp_path,
+        accelerator="hpu",
+        max_steps=4,
+        limit_val_batches=0,
+        gradient_clip_val=0.5,
+        **config.trainer_arguments(),
+    )
     before = [p.detach().clone() for p in model.parameters()]
     trainer.fit(model)
     assert trainer.precision == "bf16-mixed"
@@ -144,10 +147,14 @@ def test_fused_keys_off_keep_torch_adamw_and_torch_clipping(
 ) -> None:
     config = GaudiConfig.from_dict({"use_torch_autocast": False, "use_fused_adam": False, "use_fused_clip_norm": False})
     model = DtypeProbe()
-    trainer = Trainer(
-        accelerator="hpu", max_steps=2, limit_val_batches=0, gradient_clip_val=0.5,
-        **config.trainer_arguments(), **quiet_trainer_kwargs(tmp_path),
-    )  # fmt: skip
+    trainer = quiet_trainer(
+        tmp_path,
+        accelerator="hpu",
+        max_steps=2,
+        limit_val_batches=0,
+        gradient_clip_val=0.5,
+        **config.trainer_arguments(),
+    )
     trainer.fit(model)
     assert type(trainer.optimizers[0]) is torch.optim.AdamW
     assert model.dtypes == [torch.float32] * 2
@@ -158,7 +165,7 @@ def test_fused_keys_off_keep_torch_adamw_and_torch_clipping(
 def test_use_dynamic_shapes_switches_the_graph_compiler(standin: Any, tmp_path: Path, flag: bool) -> None:
     require_backend().set_dynamic_shapes(not flag)
     config = GaudiConfig.from_dict({"use_dynamic_shapes": flag})
-    trainer = Trainer(accelerator="hpu", max_steps=1, **config.trainer_arguments(), **quiet_trainer_kwargs(tmp_path))
+    trainer = quiet_trainer(tmp_path, accelerator="hpu", max_steps=1, **config.trainer_arguments())
     trainer.fit(RegressionModel())
     assert require_backend().dynamic_shapes() is flag
 

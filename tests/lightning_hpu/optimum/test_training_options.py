@@ -12,7 +12,7 @@ import pytest
 import torch
 from lightning.fabric import Fabric
 from lightning.fabric.plugins import TorchCheckpointIO
-from lightning.pytorch import Callback, LightningModule, Trainer
+from lightning.pytorch import Callback, LightningModule
 from lightning.pytorch.callbacks import ModelCheckpoint
 from torch import nn
 from torch.overrides import TorchFunctionMode
@@ -20,10 +20,9 @@ from torch.overrides import TorchFunctionMode
 from lightning_hpu import FiniteMean, HPUCompile, HPULossLogger, HPUProfiler, HPUThroughputMonitor
 from lightning_hpu.fabric.strategies import SingleHPUStrategy as FabricSingleHPUStrategy
 from lightning_hpu.runtime import HPUConfigurationError
-from tests.helpers.models import RegressionModel, regression_data
+from tests.helpers.models import BlockModel, RegressionModel, regression_data
 from tests.helpers.standin import counters as standin_counters
-from tests.helpers.trainer import MetricsSpy, quiet_trainer_kwargs
-from tests.lightning_hpu.pytorch.callbacks.test_compile import BlockModel
+from tests.helpers.trainer import MetricsSpy, quiet_trainer
 
 
 # --- pipelining_fwd_bwd ------------------------------------------------------------------------------------------
@@ -70,7 +69,7 @@ class _CopyRecorder(TorchFunctionMode):
 
 def test_batches_go_to_the_hpu_with_non_blocking_copies(standin: Any, tmp_path: Path) -> None:
     recorder = _CopyRecorder()
-    trainer = Trainer(accelerator="hpu", max_steps=2, limit_val_batches=0, **quiet_trainer_kwargs(tmp_path))
+    trainer = quiet_trainer(tmp_path, accelerator="hpu", max_steps=2, limit_val_batches=0)
     model = RegressionModel()
     with recorder:
         trainer.fit(model)
@@ -110,10 +109,16 @@ def test_profiler_records_the_asked_training_and_evaluation_steps(
         dirpath=tmp_path, filename="p", training_steps=training, evaluation_steps=evaluation,
         record_shapes=shapes_and_stacks, with_stack=shapes_and_stacks,
     )  # fmt: skip
-    trainer = Trainer(
-        accelerator="hpu", max_steps=6, limit_val_batches=4, val_check_interval=sum(training), num_sanity_val_steps=0,
-        profiler=profiler, enable_checkpointing=False, **quiet_trainer_kwargs(tmp_path),
-    )  # fmt: skip
+    trainer = quiet_trainer(
+        tmp_path,
+        accelerator="hpu",
+        max_steps=6,
+        limit_val_batches=4,
+        val_check_interval=sum(training),
+        num_sanity_val_steps=0,
+        profiler=profiler,
+        enable_checkpointing=False,
+    )
     trainer.fit(RegressionModel())
     recorded = _recorded_steps(tmp_path)
     assert recorded["training_step"] == training[1]
@@ -150,10 +155,9 @@ class _GraphsPerStep(Callback):
 def _compiled_fit(tmp_path: Path, model: LightningModule, **options: Any) -> _GraphsPerStep:
     torch._dynamo.reset()
     probe = _GraphsPerStep()
-    trainer = Trainer(
-        accelerator="hpu", max_steps=3, enable_checkpointing=False, callbacks=[HPUCompile(**options), probe],
-        **quiet_trainer_kwargs(tmp_path),
-    )  # fmt: skip
+    trainer = quiet_trainer(
+        tmp_path, accelerator="hpu", max_steps=3, enable_checkpointing=False, callbacks=[HPUCompile(**options), probe]
+    )
     trainer.fit(model)
     return probe
 
@@ -215,12 +219,16 @@ def _train_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exclude: bool) 
     monkeypatch.setattr(time, "perf_counter", clock)
     logger = _SlowLogger(clock)
     monitor = HPUThroughputMonitor(batch_size_fn=len, warmup_steps=0, exclude_logging_and_saving=exclude)
-    trainer = Trainer(
-        accelerator="hpu", max_steps=6, limit_val_batches=0, log_every_n_steps=1, logger=logger,
-        plugins=[_SlowCheckpointIO(clock)], enable_progress_bar=False, enable_model_summary=False,
+    trainer = quiet_trainer(
+        tmp_path,
+        accelerator="hpu",
+        max_steps=6,
+        limit_val_batches=0,
+        log_every_n_steps=1,
+        logger=logger,
+        plugins=[_SlowCheckpointIO(clock)],
         callbacks=[monitor, ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=2, save_top_k=-1)],
-        default_root_dir=tmp_path,
-    )  # fmt: skip
+    )
     trainer.fit(RegressionModel())
     times = [m["train/time"] for m in logger.metrics if "train/time" in m]
     return times[-1], monitor.excluded_seconds
@@ -258,11 +266,16 @@ def test_loss_logger_keeps_non_finite_losses_out_of_the_mean(
     model = _SometimesNaN()
     model.losses = []
     logger = MetricsSpy()
-    trainer = Trainer(
-        accelerator="hpu", max_steps=4, limit_val_batches=0, log_every_n_steps=4, logger=logger,
-        callbacks=[HPULossLogger(nan_inf_filter=nan_inf_filter)], enable_checkpointing=False,
-        enable_progress_bar=False, enable_model_summary=False, default_root_dir=tmp_path,
-    )  # fmt: skip
+    trainer = quiet_trainer(
+        tmp_path,
+        accelerator="hpu",
+        max_steps=4,
+        limit_val_batches=0,
+        log_every_n_steps=4,
+        logger=logger,
+        callbacks=[HPULossLogger(nan_inf_filter=nan_inf_filter)],
+        enable_checkpointing=False,
+    )
     trainer.fit(model)
     (logged,) = [m["loss"] for m in logger.metrics if "loss" in m]
     if nan_inf_filter:

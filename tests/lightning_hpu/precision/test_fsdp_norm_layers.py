@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
-from lightning.pytorch import LightningModule, Trainer
+from lightning.pytorch import LightningModule
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
+
+from tests.helpers.trainer import quiet_trainer
 
 #: The bridge's "lower first arg" autocast ops: their input is lowered, their weights are not.
 LOWER_FIRST_OPS = ("batch_norm", "group_norm", "instance_norm", "layer_norm")
@@ -66,15 +68,7 @@ class _Encoder(LightningModule):
 def test_fsdp_bf16_mixed_trains_a_model_with_norm_layers(standin: Any) -> None:
     x = torch.randn(64, 8, generator=torch.Generator().manual_seed(2))
     model = _Encoder()
-    Trainer(
-        accelerator="hpu",
-        devices=1,
-        strategy="fsdp",
-        precision="bf16-mixed",
-        max_epochs=3,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
+    quiet_trainer(
+        accelerator="hpu", devices=1, strategy="fsdp", precision="bf16-mixed", max_epochs=3, enable_checkpointing=False
     ).fit(model, DataLoader(TensorDataset(x, (x[:, 0] > 0).long()), batch_size=16))
     assert sum(model.losses[-4:]) < sum(model.losses[:4])

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.machinery
 import re
 import subprocess
 import sys
-import types
 
 import pytest
 import torch
@@ -21,6 +19,7 @@ from lightning_hpu.runtime import (
 )
 from lightning_hpu.runtime.bridge import BridgeBackend
 from tests.helpers.paths import SRC
+from tests.helpers.recording_bridge import install_recording_bridge
 from tests.helpers.standin import reset_backend
 
 SRC = SRC / "lightning_hpu"
@@ -115,47 +114,9 @@ def test_only_the_bridge_module_imports_habana_frameworks() -> None:
     assert importers == ["runtime/bridge.py"]
 
 
-def _fake_bridge(monkeypatch: pytest.MonkeyPatch, calls: list[str]) -> None:
-    """Install a fake ``habana_frameworks`` that records every call the bridge backend makes."""
-
-    def recorder(name: str, result: object = None):  # type: ignore[no-untyped-def]
-        def call(*args: object, **kwargs: object) -> object:
-            calls.append(name)
-            return result
-
-        return call
-
-    root = types.ModuleType("habana_frameworks")
-    root.__spec__ = importlib.machinery.ModuleSpec(
-        "habana_frameworks", None, origin="/usr/local/lib/python3.10/dist-packages/habana_frameworks/__init__.py"
-    )
-    torch_pkg = types.ModuleType("habana_frameworks.torch")
-    core = types.ModuleType("habana_frameworks.torch.core")
-    core.mark_step = recorder("mark_step")  # type: ignore[attr-defined]
-    core.is_lazy = recorder("is_lazy", True)  # type: ignore[attr-defined]
-    hpu = types.ModuleType("habana_frameworks.torch.hpu")
-    hpu.is_available = recorder("is_available", True)  # type: ignore[attr-defined]
-    hpu.device_count = recorder("device_count", 8)  # type: ignore[attr-defined]
-    hpu.get_device_name = recorder("get_device_name", "GAUDI3")  # type: ignore[attr-defined]
-    hpu.memory_stats = recorder("memory_stats", {"Limit": 5, "InUse": 1})  # type: ignore[attr-defined]
-    hpu.synchronize = recorder("synchronize")  # type: ignore[attr-defined]
-    root.torch = torch_pkg  # type: ignore[attr-defined]
-    torch_pkg.core = core  # type: ignore[attr-defined]
-    torch_pkg.hpu = hpu  # type: ignore[attr-defined]
-    for name, module in {
-        "habana_frameworks": root,
-        "habana_frameworks.torch": torch_pkg,
-        "habana_frameworks.torch.core": core,
-        "habana_frameworks.torch.hpu": hpu,
-    }.items():
-        monkeypatch.setitem(sys.modules, name, module)
-    monkeypatch.delitem(sys.modules, "lightning_hpu.runtime.bridge", raising=False)
-    monkeypatch.setattr("lightning_hpu.runtime.bridge_installed", lambda: True)
-
-
 def test_a_gaudi_is_detected_and_driven_through_the_bridge(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
-    _fake_bridge(monkeypatch, calls)
+    install_recording_bridge(monkeypatch, calls)
     monkeypatch.delenv("LIGHTNING_HPU_BACKEND", raising=False)
     reset_backend()
     backend = require_backend()

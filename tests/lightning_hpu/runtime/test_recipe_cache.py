@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 import torch
-from lightning.pytorch import Trainer
 
 from gaudi_standin.emulator import machine as standin_runtime
 from gaudi_standin.emulator.recipe_store import active_store
@@ -25,7 +24,7 @@ from lightning_hpu.runtime.recipe_cache import (
 )
 from tests.helpers.models import RegressionModel
 from tests.helpers.standin import reset_backend
-from tests.helpers.trainer import quiet_trainer_kwargs
+from tests.helpers.trainer import quiet_trainer
 
 
 @pytest.fixture(autouse=True)
@@ -55,13 +54,13 @@ def _run(tmp_path: Path, cache: Path, model: RegressionModel, compile: bool) -> 
     torch._dynamo.reset()
     monitor = HPURecompileMonitor(warmup_steps=100)
     callbacks: list[Any] = [monitor] + ([HPUCompile(dynamic=False)] if compile else [])
-    trainer = Trainer(
+    trainer = quiet_trainer(
+        tmp_path,
         accelerator=HPUAccelerator(recipe_cache=cache),
         max_epochs=1,
         limit_val_batches=0,
         enable_checkpointing=False,
         callbacks=callbacks,
-        **quiet_trainer_kwargs(tmp_path),
     )
     trainer.fit(model)
     counters = standin_runtime.current().counters
@@ -100,13 +99,13 @@ def test_without_a_cache_every_run_compiles(standin: Any, tmp_path: Path) -> Non
 def _run_without_cache(tmp_path: Path) -> int:
     reset_backend()
     torch._dynamo.reset()
-    trainer = Trainer(
+    trainer = quiet_trainer(
+        tmp_path,
         accelerator="hpu",
         max_epochs=1,
         limit_val_batches=0,
         enable_checkpointing=False,
         callbacks=[HPUCompile(dynamic=False)],
-        **quiet_trainer_kwargs(tmp_path),
     )
     trainer.fit(Wide())
     return standin_runtime.current().counters.compiled_recipes  # type: ignore[union-attr]

@@ -7,33 +7,23 @@ The first run is a scenario of the session's two-rank launch (``two_device_run.p
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
 from pathlib import Path
 
-from tests.helpers.paths import ROOT, SCENARIOS
+from tests.helpers.paths import SCENARIOS
+from tests.helpers.processes import free_port, scenario_environment
 from tests.helpers.two_device_run import TwoDeviceRun
 
 SCRIPT = SCENARIOS / "recipe_cache_scenario.py"
-_LAUNCH_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "WORLD_SIZE", "LOCAL_RANK", "RANK", "GROUP_RANK")
 
 
 def _run(python: str, out: Path, cache: Path) -> list[int]:
     """One 2-rank run; the recipes each rank compiled."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in _LAUNCH_VARIABLES and key != "PT_HPU_RECIPE_CACHE_CONFIG"
-    }
-    env.update(
-        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"), str(ROOT), env.get("PYTHONPATH")])),
+    env = scenario_environment(
+        leave_out=("PT_HPU_RECIPE_CACHE_CONFIG",),
         LIGHTNING_HPU_BACKEND="cpu",
         LIGHTNING_HPU_CPU_DEVICES="2",
-        MASTER_PORT=str(port),
+        MASTER_PORT=str(free_port()),
     )
     out.mkdir()
     result = subprocess.run(

@@ -9,8 +9,6 @@ from typing import Any
 
 import pytest
 import torch
-import torch.nn.functional as F
-from lightning.pytorch import LightningModule, Trainer
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -26,7 +24,8 @@ from lightning_hpu import (
     SingleHPUStrategy,
 )
 from lightning_hpu.fabric.plugins.fsdp_precision import HPUFSDPPrecision as FabricHPUFSDPPrecision
-from tests.lightning_hpu.fp8.test_engine import inc  # noqa: F401 (the recording INC fixture)
+from tests.helpers.models import TinyClassifier
+from tests.helpers.trainer import quiet_trainer
 
 PLUGINS = [
     HPUPrecisionPlugin,
@@ -51,37 +50,17 @@ def test_lightning_habanas_old_class_names_are_the_same_classes() -> None:
     assert lightning_hpu.HPUFSDPPrecision is HPUFSDPPrecisionPlugin
 
 
-class _Model(LightningModule):
-    def __init__(self) -> None:
-        super().__init__()
-        torch.manual_seed(0)
-        self.net = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
-        self.dtypes: list[torch.dtype] = []
-
-    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
-        x, y = batch
-        out = self.net(x)
-        self.dtypes.append(out.dtype)
-        return F.cross_entropy(out.float(), y)
-
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        return torch.optim.SGD(self.parameters(), lr=0.1)
-
-
 def test_a_lightning_habana_trainer_runs_with_its_plugin_arguments(standin: Any) -> None:
     x = torch.randn(32, 8)
     data = DataLoader(TensorDataset(x, (x[:, 0] > 0).long()), batch_size=8)
-    model = _Model()
-    Trainer(
+    model = TinyClassifier(classes=2, lr=0.1, activation=nn.ReLU)
+    quiet_trainer(
         accelerator=HPUAccelerator(),
         devices=1,
         strategy=SingleHPUStrategy(),
         plugins=[HPUPrecisionPlugin(device="hpu", precision="bf16-mixed")],
         max_steps=2,
-        logger=False,
         enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
     ).fit(model, data)
     assert model.dtypes == [torch.bfloat16, torch.bfloat16]
 
@@ -118,7 +97,7 @@ def test_convert_modules_needs_fp8_and_the_deepspeed_plugin_has_it_too(standin: 
 
 def test_convert_modules_for_fp8_inference_goes_through_inc(
     standin: Any,
-    inc: types.SimpleNamespace,  # noqa: F811
+    inc: types.SimpleNamespace,
     tmp_path: Path,
 ) -> None:
     plugin = HPUPrecisionPlugin("fp8")

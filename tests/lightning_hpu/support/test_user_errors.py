@@ -18,7 +18,7 @@ from lightning_utilities.core import rank_zero as rank_zero_module
 from lightning_hpu import HPUConfigurationError, HPUNotAvailableError, SingleHPUStrategy, integration
 from lightning_hpu.distributed.deepspeed_config import _zero3_on_gaudi2_caveat
 from lightning_hpu.support.user_errors import run_script
-from tests.helpers.paths import SCENARIOS
+from tests.helpers.paths import EXAMPLES, SCENARIOS
 from tests.scenarios.example_errors_scenario import NOT_RUN
 
 SCENARIO = SCENARIOS / "example_errors_scenario.py"
@@ -63,7 +63,7 @@ def test_every_example_says_no_hpu_and_too_few_devices_in_one_line(python_execut
     )
     assert done.returncode == 0, done.stderr[-3000:]
     runs = [line.split("\t") for line in done.stdout.splitlines() if "\t" in line]
-    examples = {path.name for path in SCENARIO.parents[1].joinpath("examples").glob("*.py")} - NOT_RUN
+    examples = {path.name for path in EXAMPLES.glob("*.py")} - NOT_RUN
     no_hpu = {example: status for scenario, example, status in runs if scenario == "no-hpu"}
     assert set(no_hpu) == examples
     for example, status in no_hpu.items():

@@ -1,5 +1,5 @@
 """FSDP precision for Lightning Fabric on HPU: Lightning's ``FSDPPrecision`` with the mixin both trees share
-(:class:`~lightning_hpu.precision.fsdp.HPUFSDPPrecisionMixin`)."""
+(:class:`~lightning_hpu.precision.fsdp.HPUFSDPPrecisionHelpers`)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from typing import Any
 from lightning.fabric.plugins.precision.fsdp import FSDPPrecision
 from typing_extensions import override
 
-from lightning_hpu.precision.fsdp import HPUFSDPPrecisionMixin
+from lightning_hpu.precision.fsdp import HPUFSDPPrecisionHelpers
 from lightning_hpu.precision.lightning_habana_arguments import HPU_DEVICE
 
 
-class HPUFSDPPrecision(HPUFSDPPrecisionMixin, FSDPPrecision):
+class HPUFSDPPrecision(HPUFSDPPrecisionHelpers, FSDPPrecision):
     """Fabric precision for :class:`~lightning_hpu.fabric.HPUFSDPStrategy` (see the module docstring)."""
 
     def __init__(self, precision: str = "32-true", scaler: Any | None = None, *, device: str = HPU_DEVICE) -> None:

@@ -25,13 +25,13 @@ from lightning_hpu.distributed.deepspeed_config import (
 )
 from lightning_hpu.distributed.deepspeed_hooks import HPUDeepSpeedHooks
 from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks
-from lightning_hpu.fabric.strategies.hccl import FabricHCCLCollectiveOps
+from lightning_hpu.fabric.strategies.hccl import FabricHCCLParallelHooks
 
 if TYPE_CHECKING:
     from deepspeed import DeepSpeedEngine
 
 
-class HPUDeepSpeedStrategy(FabricHPUStrategyHooks, FabricHCCLCollectiveOps, HPUDeepSpeedHooks, DeepSpeedStrategy):
+class HPUDeepSpeedStrategy(FabricHPUStrategyHooks, FabricHCCLParallelHooks, HPUDeepSpeedHooks, DeepSpeedStrategy):
     """Fabric DeepSpeed (ZeRO 1-3, offload, bf16) on HPUs (``strategy="hpu_deepspeed"``, or ``"deepspeed"``).
 
     Takes every argument of Fabric's :class:`~lightning.fabric.strategies.DeepSpeedStrategy`.
@@ -57,11 +57,6 @@ class HPUDeepSpeedStrategy(FabricHPUStrategyHooks, FabricHCCLCollectiveOps, HPUD
     def validate_for_device(self) -> None:
         """Refuse what the HPU cannot run (the Trainer side's rules)."""
         self._check_for_device(str(self.precision.precision), inference_config={}, owner="Fabric")
-
-    @override
-    def setup_environment(self) -> None:
-        # Skip DeepSpeedStrategy's CUDA-only accelerator check (the connector already requires the HPU accelerator).
-        super(DeepSpeedStrategy, self).setup_environment()
 
     @override
     def _setup_distributed(self) -> None:

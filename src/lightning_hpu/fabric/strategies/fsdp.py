@@ -22,18 +22,23 @@ from typing_extensions import override
 
 from lightning_hpu.distributed import fsdp_state, sharding
 from lightning_hpu.distributed.fsdp_hooks import HPUFSDPHooks
-from lightning_hpu.distributed.strategy_parts import PrecisionOfType
+from lightning_hpu.distributed.strategy_parts import PrecisionPluginAttribute
 from lightning_hpu.fabric.plugins.fsdp_precision import HPUFSDPPrecision
 from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks
-from lightning_hpu.fabric.strategies.hccl import FabricHCCLCollectiveOps, HCCLProcessGroup
+from lightning_hpu.fabric.strategies.hccl import FabricHCCLParallelHooks, FabricHCCLProcessGroupHooks
+
+#: Lightning's Fabric FSDP refuses a filter for a sharded checkpoint with these words (a full one, it filters).
+SHARDED_FILTER_REFUSAL = "FSDP doesn't support loading sharded filtered checkpoints, so saving them is disabled. "
 
 
-class HPUFSDPStrategy(FabricHPUStrategyHooks, FabricHCCLCollectiveOps, HCCLProcessGroup, HPUFSDPHooks, FSDPStrategy):
+class HPUFSDPStrategy(
+    FabricHPUStrategyHooks, FabricHCCLParallelHooks, FabricHCCLProcessGroupHooks, HPUFSDPHooks, FSDPStrategy
+):
     """Fabric FSDP over HCCL (``strategy="hpu_fsdp"``; ``"fsdp"`` maps here on HPU). Arguments as Lightning's."""
 
     precision_type = HPUFSDPPrecision
     #: Only an :class:`HPUFSDPPrecision` (``"32-true"`` until one is set): FSDP's mixed precision is the plugin's.
-    precision = PrecisionOfType(HPUFSDPPrecision, "Fabric")  # type: ignore[override]  # setter: any plugin
+    precision = PrecisionPluginAttribute(HPUFSDPPrecision, "Fabric")  # type: ignore[override]  # setter: any plugin
 
     @override
     def _given_fsdp_kwargs(self) -> dict[str, Any]:
@@ -57,9 +62,20 @@ class HPUFSDPStrategy(FabricHPUStrategyHooks, FabricHCCLCollectiveOps, HCCLProce
         storage_options: Any | None = None,
         filter: dict[str, Callable[[str, Any], bool]] | None = None,
     ) -> None:
-        """Save like Lightning's Fabric FSDP (a file for ``state_dict_type="full"``, else a folder of shards)."""
-        if storage_options is not None or filter is not None:
-            raise TypeError("HPUFSDPStrategy.save_checkpoint takes neither `storage_options` nor `filter`.")
+        """Save like Lightning's Fabric FSDP (a file for ``state_dict_type="full"``, else a folder of shards); what it
+        refuses is refused in its words (``tests/lightning_hpu/integration/test_lightning_error_text.py``)."""
+        if storage_options is not None:
+            raise TypeError(
+                "`FSDPStrategy.save_checkpoint(..., storage_options=...)` is not supported because `FSDPStrategy` does"
+                " not use the `CheckpointIO`. HPUFSDPStrategy saves through torch.distributed.checkpoint: drop"
+                " `storage_options`."
+            )
+        if filter is not None:
+            lightning_message = "" if self._state_dict_type == "full" else SHARDED_FILTER_REFUSAL
+            raise NotImplementedError(
+                f"{lightning_message}HPUFSDPStrategy.save_checkpoint does not filter what it saves: drop `filter`, and"
+                " leave out of `state` what should not be saved."
+            )
         target = Path(self.broadcast(path))
         fsdp_state.save_fabric_state(target, state, full=self._state_dict_type == "full", rank=self.global_rank)
         self.barrier()

@@ -1,11 +1,12 @@
-"""HCCL for the HPU strategies: the process group and collectives of :mod:`lightning_hpu.distributed.hccl`.
+"""HCCL for Fabric's HPU strategies: the process group and collectives of :mod:`lightning_hpu.distributed.hccl`.
 
-:class:`~lightning_hpu.distributed.hccl_collectives.HCCLCollectives` (HCCL-safe ``all_gather`` and ``broadcast``,
+:class:`~lightning_hpu.distributed.hccl_collectives.HCCLCollectiveHooks` (HCCL-safe ``all_gather`` and ``broadcast``,
 the process-group backend, and the rank watchdog) is written once for both sides, below both; the Trainer's mixins
-(:mod:`lightning_hpu.pytorch.strategies.hccl`) build on it as Fabric's do here: :class:`FabricHCCLDDPHooks`
-for a Fabric ``DDPStrategy`` subclass, :class:`FabricHCCLCollectiveOps` (collectives and rank watchdog only) for the
-others, and :class:`HCCLProcessGroup`
-for the strategies that keep Lightning's ``_setup_distributed`` (FSDP, model parallel).
+(:mod:`lightning_hpu.pytorch.strategies.hccl`) build on it as Fabric's do here: :class:`FabricHCCLParallelHooks`
+(collectives, ``all_reduce`` and the rank watchdog) is in every HPU parallel strategy of Fabric,
+:class:`FabricHCCLDDPHooks` adds the HCCL process group for a Fabric ``DDPStrategy`` subclass, and
+:class:`FabricHCCLProcessGroupHooks` for the strategies that keep Lightning's ``_setup_distributed`` (FSDP, model
+parallel).
 """
 
 from __future__ import annotations
@@ -20,14 +21,14 @@ from torch import Tensor
 from typing_extensions import override
 
 from lightning_hpu.distributed import collectives
-from lightning_hpu.distributed.hccl import HCCLBackendName, init_hccl_process_group
-from lightning_hpu.distributed.hccl_collectives import HCCLCollectives
+from lightning_hpu.distributed.hccl import HCCLBackendHooks, init_hccl_process_group
+from lightning_hpu.distributed.hccl_collectives import HCCLCollectiveHooks
 from lightning_hpu.distributed.rank_watchdog_hooks import abort_on_uncaught_exception
 
 _T = TypeVar("_T")
 
 
-class FabricHCCLCollectiveOps(HCCLCollectives, ParallelStrategy):
+class FabricHCCLParallelHooks(HCCLCollectiveHooks, ParallelStrategy):
     """Fabric mixin: HCCL-safe collectives (``all_reduce`` too) and the rank watchdog; a rank's uncaught exception
     stops every rank (Fabric has no exception hook of its own)."""
 
@@ -47,7 +48,7 @@ class FabricHCCLCollectiveOps(HCCLCollectives, ParallelStrategy):
                 abort_on_uncaught_exception(self._watchdog, self.global_rank)
 
 
-class FabricHCCLDDPHooks(FabricHCCLCollectiveOps, HCCLBackendName, DDPStrategy):
+class FabricHCCLDDPHooks(FabricHCCLParallelHooks, HCCLBackendHooks, DDPStrategy):
     """Fabric mixin: HCCL process group and HCCL-safe collectives for a Fabric ``DDPStrategy`` subclass."""
 
     @override
@@ -60,7 +61,7 @@ class FabricHCCLDDPHooks(FabricHCCLCollectiveOps, HCCLBackendName, DDPStrategy):
         return None
 
 
-class HCCLProcessGroup(ParallelStrategy):
+class FabricHCCLProcessGroupHooks(ParallelStrategy):
     """Fabric mixin: the default process group over HCCL, for strategies that keep Lightning's
     ``_setup_distributed`` name (FSDP and model parallel)."""
 

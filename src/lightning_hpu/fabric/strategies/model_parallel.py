@@ -1,5 +1,5 @@
 """Fabric FSDP2 + tensor parallelism over HCCL; the Trainer's counterpart is
-:mod:`lightning_hpu.pytorch.strategies.model_parallel`, and both share :class:`ContextParallelMixin`."""
+:mod:`lightning_hpu.pytorch.strategies.model_parallel`, and both share :class:`ContextParallelHooks`."""
 
 from __future__ import annotations
 
@@ -15,18 +15,22 @@ from typing_extensions import override
 
 from lightning_hpu.distributed import sharding
 from lightning_hpu.distributed.context_parallel import (
-    ContextParallelMixin,
+    ContextParallelHooks,
     connect_attention,
     keep_replicated,
     needs_no_parallelization,
 )
 from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks
-from lightning_hpu.fabric.strategies.hccl import FabricHCCLCollectiveOps, HCCLProcessGroup
+from lightning_hpu.fabric.strategies.hccl import FabricHCCLParallelHooks, FabricHCCLProcessGroupHooks
 from lightning_hpu.runtime import HPUConfigurationError
 
 
 class HPUModelParallelStrategy(
-    FabricHPUStrategyHooks, FabricHCCLCollectiveOps, HCCLProcessGroup, ContextParallelMixin, ModelParallelStrategy
+    FabricHPUStrategyHooks,
+    FabricHCCLParallelHooks,
+    FabricHCCLProcessGroupHooks,
+    ContextParallelHooks,
+    ModelParallelStrategy,
 ):
     """Fabric FSDP2 + tensor parallelism over HCCL (``strategy="hpu_model_parallel"``).
 

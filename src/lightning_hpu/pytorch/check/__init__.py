@@ -1,4 +1,6 @@
-"""The Trainer side of ``lightning-hpu check``: the model, the fits and the worker processes that run them.
+"""``lightning-hpu check`` itself: the command (:mod:`.cli`), the model, the fits and the worker processes that run
+them.
 
-The command itself, its table and its JSON are Lightning-free, in :mod:`lightning_hpu.check`.
+What needs no Lightning (the rows, the table, the argument parser, the JSON schema and report, the devices check, the
+worker launch) is below, in :mod:`lightning_hpu.check`.
 """

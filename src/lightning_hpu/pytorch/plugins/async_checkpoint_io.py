@@ -19,13 +19,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import torch
-from lightning.fabric.plugins import CheckpointIO
+from lightning.fabric.plugins import CheckpointIO, TorchCheckpointIO
 from lightning.fabric.utilities.apply_func import apply_to_collection
 from lightning.fabric.utilities.types import _PATH
 from lightning.pytorch.plugins.io.wrapper import _WrappingCheckpointIO
 from typing_extensions import override
 
-from lightning_hpu.checkpoint.io import HPUCheckpointIO
+from lightning_hpu.checkpoint.io import HPUCheckpointIO, refuse_storage_options
 
 
 def host_snapshot(obj: Any, reuse: list[torch.Tensor] | None = None) -> tuple[Any, list[torch.Tensor]]:
@@ -99,16 +99,13 @@ class HPUAsyncCheckpointIO(_WrappingCheckpointIO):
     def save_checkpoint(self, checkpoint: dict[str, Any], path: _PATH, storage_options: Any | None = None) -> None:
         self._raise_background_error()
         assert self.checkpoint_io is not None
-        if storage_options is not None:
-            raise TypeError(
-                f"`storage_options` is not supported by {type(self).__name__}; drop the argument or pass a custom"
-                " CheckpointIO plugin that understands it."
-            )
+        if storage_options is not None and isinstance(self.checkpoint_io, TorchCheckpointIO):
+            refuse_storage_options(self.checkpoint_io)  # now, in its words, rather than later from the background
         idle = all(future.done() for future in self._pending)
         reuse = self._host_buffers if self.reuse_host_buffers and idle else None
         snapshot, buffers = host_snapshot(checkpoint, reuse)
         self._host_buffers = buffers if self.reuse_host_buffers else []
-        self._submit(self.checkpoint_io.save_checkpoint, snapshot, path)
+        self._submit(self.checkpoint_io.save_checkpoint, snapshot, path, storage_options)
 
     @override
     def remove_checkpoint(self, path: _PATH) -> None:

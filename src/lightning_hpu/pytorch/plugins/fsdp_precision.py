@@ -10,12 +10,12 @@ from torch.nn import Module
 from torch.optim import Optimizer
 from typing_extensions import override
 
-from lightning_hpu.precision.fsdp import HPUFSDPPrecisionMixin
+from lightning_hpu.precision.fsdp import HPUFSDPPrecisionHelpers
 from lightning_hpu.precision.lightning_habana_arguments import HPU_DEVICE
 from lightning_hpu.support.lightning_habana_paths import names_of
 
 
-class HPUFSDPPrecisionPlugin(HPUFSDPPrecisionMixin, FSDPPrecision):
+class HPUFSDPPrecisionPlugin(HPUFSDPPrecisionHelpers, FSDPPrecision):
     """Trainer precision for :class:`~lightning_hpu.HPUFSDPStrategy`; ``Trainer(precision=...)`` maps here.
 
     See :mod:`lightning_hpu.precision.fsdp` for how each precision maps onto FSDP's mixed precision.

@@ -6,7 +6,7 @@ from lightning_hpu.pytorch.strategies.fsdp import HPUFSDPStrategy
 from lightning_hpu.pytorch.strategies.hccl import HCCLDDPHooks
 from lightning_hpu.pytorch.strategies.model_parallel import HPUModelParallelStrategy
 from lightning_hpu.pytorch.strategies.parallel import HPUParallelStrategy
-from lightning_hpu.pytorch.strategies.sigterm import SigtermAgreement
+from lightning_hpu.pytorch.strategies.sigterm import SigtermAgreementHooks
 from lightning_hpu.pytorch.strategies.single import SingleHPUStrategy
 from lightning_hpu.support.lightning_habana_paths import names_of
 
@@ -17,7 +17,7 @@ __all__ = [
     "HPUModelParallelStrategy",
     "HPUParallelStrategy",
     "HPUStrategyHooks",
-    "SigtermAgreement",
+    "SigtermAgreementHooks",
     "SingleHPUStrategy",
     "mark_step",
 ]

@@ -40,14 +40,14 @@ from lightning_hpu.distributed.deepspeed_config import (
 )
 from lightning_hpu.distributed.deepspeed_hooks import HPUDeepSpeedHooks
 from lightning_hpu.pytorch.strategies.base import HPUStrategyHooks
-from lightning_hpu.pytorch.strategies.hccl import HCCLCollectiveOps
+from lightning_hpu.pytorch.strategies.hccl import HCCLParallelHooks
 from lightning_hpu.runtime import require_backend
 
 if TYPE_CHECKING:
     import deepspeed
 
 
-class HPUDeepSpeedStrategy(HPUStrategyHooks, HCCLCollectiveOps, HPUDeepSpeedHooks, DeepSpeedStrategy):
+class HPUDeepSpeedStrategy(HPUStrategyHooks, HCCLParallelHooks, HPUDeepSpeedHooks, DeepSpeedStrategy):
     """DeepSpeed (ZeRO 1-3, offload, bf16, activation checkpointing, inference) on HPUs.
 
     Takes every argument of Lightning's :class:`~lightning.pytorch.strategies.DeepSpeedStrategy` (``stage``,
@@ -96,13 +96,7 @@ class HPUDeepSpeedStrategy(HPUStrategyHooks, HCCLCollectiveOps, HPUDeepSpeedHook
         """Refuse what the HPU cannot run, and warn where the Intel Gaudi software lists a limitation."""
         self._check_for_device(str(self.precision_plugin.precision), self.inference_config, owner="Trainer")
 
-    # --- what Lightning's strategy assumes about CUDA -------------------------------------------
-    @override
-    def setup_environment(self) -> None:
-        # Skip DeepSpeedStrategy's CUDA-only accelerator check (the connector already requires the HPU accelerator).
-        super(DeepSpeedStrategy, self).setup_environment()
-        self.start_rank_watchdog()
-
+    # --- what Lightning's strategy assumes about CUDA (its set-up check is skipped by HPUDeepSpeedHooks) -----
     @override
     def setup_distributed(self) -> None:
         # No device-index check: every HPU process uses the unindexed device its bridge binds to its local rank.

@@ -22,13 +22,13 @@ from typing_extensions import override
 from lightning_hpu.distributed import fsdp_state, sharding
 from lightning_hpu.distributed.fsdp_hooks import HPUFSDPHooks
 from lightning_hpu.distributed.hccl import init_hccl_process_group
-from lightning_hpu.distributed.strategy_parts import PrecisionOfType
+from lightning_hpu.distributed.strategy_parts import PrecisionPluginAttribute
 from lightning_hpu.pytorch.plugins.fsdp_precision import HPUFSDPPrecisionPlugin
 from lightning_hpu.pytorch.strategies.base import HPUStrategyHooks
-from lightning_hpu.pytorch.strategies.hccl import HCCLCollectiveOps
+from lightning_hpu.pytorch.strategies.hccl import HCCLParallelHooks
 
 
-class HPUFSDPStrategy(HPUStrategyHooks, HCCLCollectiveOps, HPUFSDPHooks, FSDPStrategy):
+class HPUFSDPStrategy(HPUStrategyHooks, HCCLParallelHooks, HPUFSDPHooks, FSDPStrategy):
     """FSDP over HCCL on several HPUs and nodes (``strategy="hpu_fsdp"``; ``"fsdp"`` maps here on HPU).
 
     Every argument of Lightning's ``FSDPStrategy`` keeps its meaning (``auto_wrap_policy``,
@@ -45,7 +45,7 @@ class HPUFSDPStrategy(HPUStrategyHooks, HCCLCollectiveOps, HPUFSDPHooks, FSDPStr
 
     precision_type = HPUFSDPPrecisionPlugin
     #: Only an :class:`HPUFSDPPrecisionPlugin` (``"32-true"`` until one is set): FSDP's mixed precision is the plugin's.
-    precision_plugin = PrecisionOfType(HPUFSDPPrecisionPlugin, "Trainer")  # type: ignore[override]  # setter: any plugin
+    precision_plugin = PrecisionPluginAttribute(HPUFSDPPrecisionPlugin, "Trainer")  # type: ignore[override]  # setter: any plugin
 
     @override
     def _setup_distributed(self) -> None:

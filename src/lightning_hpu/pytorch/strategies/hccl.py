@@ -1,12 +1,12 @@
 """The Trainer's HCCL mixins: the process group and collectives of :mod:`lightning_hpu.distributed.hccl`.
 
-Mix :class:`HCCLDDPHooks` in before a ``DDPStrategy`` subclass (``HPUParallelStrategy``) for the HCCL process
-group and collectives; the DeepSpeed strategy, which makes its own process group, and the sharded strategies (FSDP,
-model parallel), which make theirs in their own setup, take only the collectives (:class:`HCCLCollectiveOps`):
-``reduce``, ``all_gather`` and ``broadcast`` through :mod:`lightning_hpu.distributed.collectives` (no ``AVG`` or
-``PRODUCT`` reduce, and no ``int64`` tensor where the device holds it as ``int32``, reaches HCCL), SIGTERM agreed on
-over a host-side group (:class:`~lightning_hpu.pytorch.strategies.sigterm.SigtermAgreement`), and the rank watchdog.
-What both sides share is written once, below both, in :mod:`lightning_hpu.distributed.hccl_collectives`.
+:class:`HCCLParallelHooks` is in every HPU parallel strategy of the Trainer: ``reduce``, ``all_gather`` and
+``broadcast`` through :mod:`lightning_hpu.distributed.collectives` (no ``AVG`` or ``PRODUCT`` reduce, and no ``int64``
+tensor where the device holds it as ``int32``, reaches HCCL), SIGTERM agreed on over a host-side group
+(:class:`~lightning_hpu.pytorch.strategies.sigterm.SigtermAgreementHooks`), and the rank watchdog. The DeepSpeed
+strategy makes its own process group, and the sharded strategies (FSDP, model parallel) make theirs in their own
+set-up; a ``DDPStrategy`` subclass (``HPUParallelStrategy``) takes :class:`HCCLDDPHooks`, which adds the HCCL process
+group. What both sides share is written once, below both, in :mod:`lightning_hpu.distributed.hccl_collectives`.
 """
 
 from __future__ import annotations
@@ -23,27 +23,27 @@ from typing_extensions import override
 from lightning_hpu.distributed import collectives
 from lightning_hpu.distributed.hccl import (
     GAUDI_DDP_DEFAULTS,
-    HCCLBackendName,
+    HCCLBackendHooks,
     init_hccl_process_group,
     with_gaudi_ddp_defaults,
 )
-from lightning_hpu.distributed.hccl_collectives import HCCLCollectives
+from lightning_hpu.distributed.hccl_collectives import HCCLCollectiveHooks
 from lightning_hpu.distributed.rank_watchdog import report_abort
-from lightning_hpu.pytorch.strategies.sigterm import SigtermAgreement
+from lightning_hpu.pytorch.strategies.sigterm import SigtermAgreementHooks
 
 __all__ = [
     "GAUDI_DDP_DEFAULTS",
-    "HCCLCollectiveOps",
     "HCCLDDPHooks",
+    "HCCLParallelHooks",
     "init_hccl_process_group",
     "with_gaudi_ddp_defaults",
 ]
 
 
-class HCCLCollectiveOps(HCCLCollectives, SigtermAgreement, ParallelStrategy):
+class HCCLParallelHooks(HCCLCollectiveHooks, SigtermAgreementHooks, ParallelStrategy):
     """Trainer mixin: HCCL-safe collectives (``reduce`` too), the rank watchdog following each step, SIGTERM agreed on.
 
-    With :class:`SigtermAgreement` every HPU parallel strategy stops all ranks on SIGTERM without a per-step device
+    With :class:`SigtermAgreementHooks` every HPU parallel strategy stops all ranks on SIGTERM without a per-step device
     broadcast; with the rank watchdog (:class:`~lightning_hpu.distributed.rank_watchdog_hooks.RankWatchdogHooks`) no
     rank outlives a failed job, and the watchdog's report names the step each rank was in.
     """
@@ -103,7 +103,7 @@ class HCCLCollectiveOps(HCCLCollectives, SigtermAgreement, ParallelStrategy):
         super().teardown()
 
 
-class HCCLDDPHooks(HCCLCollectiveOps, HCCLBackendName, DDPStrategy):
+class HCCLDDPHooks(HCCLParallelHooks, HCCLBackendHooks, DDPStrategy):
     """Trainer mixin: HCCL process group and HCCL-safe collectives for a ``DDPStrategy`` subclass."""
 
     @override

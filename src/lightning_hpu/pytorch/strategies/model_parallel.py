@@ -16,17 +16,17 @@ from typing_extensions import override
 
 from lightning_hpu.distributed import sharding
 from lightning_hpu.distributed.context_parallel import (
-    ContextParallelMixin,
+    ContextParallelHooks,
     connect_attention,
     needs_no_parallelization,
 )
 from lightning_hpu.distributed.hccl import init_hccl_process_group
 from lightning_hpu.pytorch.plugins.model_parallel_precision import HPUModelParallelPrecisionPlugin
 from lightning_hpu.pytorch.strategies.base import HPUStrategyHooks
-from lightning_hpu.pytorch.strategies.hccl import HCCLCollectiveOps
+from lightning_hpu.pytorch.strategies.hccl import HCCLParallelHooks
 
 
-class HPUModelParallelStrategy(HPUStrategyHooks, HCCLCollectiveOps, ContextParallelMixin, ModelParallelStrategy):
+class HPUModelParallelStrategy(HPUStrategyHooks, HCCLParallelHooks, ContextParallelHooks, ModelParallelStrategy):
     """FSDP2 and tensor parallelism over HCCL (``strategy="hpu_model_parallel"``; ``"model_parallel"`` maps here).
 
     The LightningModule's ``configure_model`` applies ``fully_shard`` and ``parallelize_module`` over

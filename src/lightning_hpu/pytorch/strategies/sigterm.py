@@ -6,8 +6,8 @@ On a Gaudi that is one HCCL broadcast and one device-to-host wait per step (the 
 device runs step N), a collective inside a signal handler (which deadlocks when several ranks are signalled), and
 only rank 0's signal counts.
 
-:class:`SigtermAgreement`, a Trainer strategy mixin shared by every HPU parallel strategy (through
-:class:`~lightning_hpu.pytorch.strategies.hccl.HCCLCollectiveOps`), does it on the host instead:
+:class:`SigtermAgreementHooks`, a Trainer strategy mixin shared by every HPU parallel strategy (through
+:class:`~lightning_hpu.pytorch.strategies.hccl.HCCLParallelHooks`), does it on the host instead:
 
 * the signal handler only records the signal (and, on the launching process, forwards it to the processes it
   started, as Lightning does); it runs no collective;
@@ -28,10 +28,10 @@ from typing_extensions import override
 
 from lightning_hpu.distributed.sigterm import SIGTERM_EXIT_CODE, HostFlagVote, open_vote
 
-__all__ = ["SIGTERM_EXIT_CODE", "HostFlagVote", "SigtermAgreement"]
+__all__ = ["SIGTERM_EXIT_CODE", "HostFlagVote", "SigtermAgreementHooks"]
 
 
-class SigtermAgreement(ParallelStrategy):
+class SigtermAgreementHooks(ParallelStrategy):
     """Trainer strategy mixin: SIGTERM to any rank stops all ranks at the same batch, with no per-step device work.
 
     :meth:`record_sigterm` is what the SIGTERM handler runs; :meth:`any_rank_signalled` is asked at the start of

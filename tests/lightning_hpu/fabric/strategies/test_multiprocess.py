@@ -8,19 +8,16 @@ global before ``fabric.clip_gradients``; ``strategy="deepspeed"`` is the HPU Dee
 
 from __future__ import annotations
 
-import os
 import subprocess
 
 import pytest
 
-from tests.helpers.paths import SRC
+from tests.helpers.data_parallel import STEPS
+from tests.helpers.paths import EXAMPLES
+from tests.helpers.processes import scenario_environment
 from tests.helpers.two_device_run import TwoDeviceRun
 
 pytest.importorskip("deepspeed")
-
-SRC = SRC
-STEPS = 3  # fabric_scenarios.STEPS
-_LAUNCH_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "WORLD_SIZE", "LOCAL_RANK", "RANK", "GROUP_RANK")
 
 
 @pytest.mark.multiprocess
@@ -51,9 +48,8 @@ def test_fabric_fast_ddp_and_deepspeed_on_two_devices(two_device_run: TwoDeviceR
 
 @pytest.mark.multiprocess
 def test_fabric_example_trains_with_a_deepspeed_name_on_two_devices(python_executable: str) -> None:
-    env = {key: value for key, value in os.environ.items() if key not in _LAUNCH_VARIABLES}
-    env.update(LIGHTNING_HPU_BACKEND="cpu", LIGHTNING_HPU_CPU_DEVICES="2")
-    example = SRC.parent / "examples" / "fabric_hpu.py"
+    env = scenario_environment(LIGHTNING_HPU_BACKEND="cpu", LIGHTNING_HPU_CPU_DEVICES="2")
+    example = EXAMPLES / "fabric_hpu.py"
     arguments = ["--devices", "2", "--steps", "8", "--strategy", "deepspeed_stage_2"]
     result = subprocess.run(
         [python_executable, str(example), *arguments], env=env, capture_output=True, text=True, timeout=400

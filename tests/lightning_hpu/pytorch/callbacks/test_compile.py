@@ -15,60 +15,15 @@ import torch
 from lightning.pytorch import LightningModule, Trainer
 from torch import nn
 from torch._dynamo.utils import counters
-from torch.utils.data import DataLoader, TensorDataset
 
 from gaudi_standin.compiler.hpu_backend import register_hpu_backend
 from lightning_hpu import HPUCompile, HPUGraphs, HPURecompileMonitor, HPUThroughputMonitor
 from lightning_hpu.compile import CompileInLazyModeError
 from lightning_hpu.pytorch.callbacks import HPUCompileError
-from tests.helpers.models import RegressionModel
+from tests.helpers.models import Block, BlockModel, RegressionModel
 from tests.helpers.paths import EXAMPLES
 from tests.helpers.standin import counters as standin_counters
-from tests.helpers.trainer import MetricsSpy, quiet_trainer_kwargs, rank_zero_lines
-
-
-class Block(nn.Module):
-    def __init__(self, width: int = 16) -> None:
-        super().__init__()
-        self.norm = nn.LayerNorm(width)
-        self.linear = nn.Linear(width, width)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + torch.relu(self.linear(self.norm(x)))
-
-
-class BlockModel(LightningModule):
-    """Repeated blocks; ``vary`` cuts every batch to a new size; ``log`` logs the loss in the step."""
-
-    def __init__(self, depth: int = 2, samples: int = 64, vary: bool = False, log: bool = True) -> None:
-        super().__init__()
-        torch.manual_seed(0)
-        self.blocks = nn.Sequential(*[Block() for _ in range(depth)])
-        self.head = nn.Linear(16, 1)
-        self.samples = samples
-        self.vary = vary
-        self.do_log = log
-        self.batch_sizes: list[int] = []
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.blocks(x))
-
-    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
-        x, y = batch
-        if self.vary:
-            x, y = x[: 1 + batch_idx % 7], y[: 1 + batch_idx % 7]
-        self.batch_sizes.append(x.shape[0])
-        loss = nn.functional.mse_loss(self(x), y)
-        if self.do_log:
-            self.log("train_loss", loss)
-        return loss
-
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        return torch.optim.SGD(self.parameters(), lr=0.01)
-
-    def train_dataloader(self) -> DataLoader:
-        x = torch.randn(self.samples, 16, generator=torch.Generator().manual_seed(0))
-        return DataLoader(TensorDataset(x, x[:, :1]), batch_size=8)
+from tests.helpers.trainer import MetricsSpy, quiet_trainer, rank_zero_lines
 
 
 @pytest.fixture(autouse=True)
@@ -77,7 +32,7 @@ def _fresh_dynamo() -> None:
 
 
 def _trainer(tmp_path: Any, **kwargs: Any) -> Trainer:
-    return Trainer(accelerator="hpu", enable_checkpointing=False, **{**quiet_trainer_kwargs(tmp_path), **kwargs})
+    return quiet_trainer(tmp_path, accelerator="hpu", enable_checkpointing=False, **kwargs)
 
 
 def test_eager_is_the_default(standin: Any) -> None:
@@ -186,9 +141,7 @@ def test_hpu_compile_refusals(standin: Any, tmp_path: Any) -> None:
     with pytest.raises(HPUCompileError, match="HPUGraphs cannot be used together"):
         _trainer(tmp_path, max_steps=1, callbacks=[HPUCompile(), HPUGraphs()]).fit(BlockModel())
     with pytest.raises(HPUCompileError, match="Trainer uses CPUAccelerator"):
-        Trainer(accelerator="cpu", max_steps=1, callbacks=[HPUCompile()], **quiet_trainer_kwargs(tmp_path)).fit(
-            BlockModel()
-        )
+        quiet_trainer(tmp_path, accelerator="cpu", max_steps=1, callbacks=[HPUCompile()]).fit(BlockModel())
 
 
 def _monitored_fit(
@@ -287,7 +240,7 @@ def hpu_lines() -> Iterator[list[str]]:
 
 def test_startup_line_names_hpu(standin: Any, tmp_path: Any, hpu_lines: list[str]) -> None:
     _trainer(tmp_path)
-    Trainer(accelerator="cpu", **quiet_trainer_kwargs(tmp_path))
+    quiet_trainer(tmp_path, accelerator="cpu")
     assert hpu_lines == [
         "HPU available: True (GAUDI2, eager, CPU stand-in), using: 1 HPU",
         "HPU available: True (GAUDI2, eager, CPU stand-in), using: 0 HPUs",
@@ -296,7 +249,7 @@ def test_startup_line_names_hpu(standin: Any, tmp_path: Any, hpu_lines: list[str
 
 def test_no_startup_line_where_no_hpu_is_expected(no_hpu: None, tmp_path: Any, hpu_lines: list[str]) -> None:
     """A CPU or CUDA machine where lightning-hpu is merely installed sees Lightning's own lines only."""
-    Trainer(accelerator="cpu", **quiet_trainer_kwargs(tmp_path))
+    quiet_trainer(tmp_path, accelerator="cpu")
     assert hpu_lines == []
 
 
@@ -305,7 +258,7 @@ def test_startup_line_on_a_gaudi_without_visible_hpus(
 ) -> None:
     monkeypatch.setattr("lightning_hpu.runtime.bridge_installed", lambda: True)
     monkeypatch.setattr("lightning_hpu.integration.device_info_line.get_backend", lambda: None)
-    Trainer(accelerator="cpu", **quiet_trainer_kwargs(tmp_path))
+    quiet_trainer(tmp_path, accelerator="cpu")
     assert hpu_lines == ["HPU available: False, using: 0 HPUs"]
 
 
@@ -326,10 +279,10 @@ def test_bridge_counts_lazy_compilations_with_its_graph_compilation_metric(monke
     import types
 
     from lightning_hpu.runtime import require_backend
+    from tests.helpers.recording_bridge import install_recording_bridge
     from tests.helpers.standin import reset_backend
-    from tests.lightning_hpu.runtime.test_backend import _fake_bridge
 
-    _fake_bridge(monkeypatch, [])
+    install_recording_bridge(monkeypatch, [])
     asked: list[str] = []
     stats = [[("TotalNumber", 3), ("TotalTime", 10)]]
     metric = types.SimpleNamespace(stats=lambda: stats[0])

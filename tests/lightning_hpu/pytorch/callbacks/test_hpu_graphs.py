@@ -4,39 +4,14 @@ from __future__ import annotations
 
 import pytest
 import torch
-import torch.nn.functional as F
-from lightning.pytorch import LightningModule, Trainer
-from torch import nn
+from lightning.pytorch import Trainer
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_hpu import HPUAccelerator, HPUGraphs
 from lightning_hpu.hpu_graphs import HPUGraphsUnavailableError
+from tests.helpers.models import TinyClassifier
 from tests.helpers.standin import counters as standin_counters
-
-
-class Classifier(LightningModule):
-    def __init__(self) -> None:
-        super().__init__()
-        torch.manual_seed(0)
-        self.net = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 3))
-        self.predictions: list[torch.Tensor] = []
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x)
-
-    def training_step(self, batch, batch_idx):  # type: ignore[no-untyped-def]
-        x, y = batch
-        return F.cross_entropy(self(x), y)
-
-    def validation_step(self, batch, batch_idx):  # type: ignore[no-untyped-def]
-        x, y = batch
-        logits = self(x)
-        self.predictions.append(logits)
-        self.log("val_loss", F.cross_entropy(logits, y))
-        self.log("val_acc", (logits.argmax(-1) == y).float().mean())
-
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        return torch.optim.SGD(self.parameters(), lr=0.2)
+from tests.helpers.trainer import quiet_trainer
 
 
 def _loader() -> DataLoader:
@@ -47,18 +22,15 @@ def _loader() -> DataLoader:
 
 
 def _fit(
-    callbacks: list, accumulate_grad_batches: int = 1, model: Classifier | None = None
-) -> tuple[Classifier, dict[str, torch.Tensor]]:
-    model = model if model is not None else Classifier()
-    trainer = Trainer(
+    callbacks: list, accumulate_grad_batches: int = 1, model: TinyClassifier | None = None
+) -> tuple[TinyClassifier, dict[str, torch.Tensor]]:
+    model = model if model is not None else TinyClassifier()
+    trainer = quiet_trainer(
         accelerator=HPUAccelerator(),
         devices=1,
         max_epochs=2,
         callbacks=callbacks,
-        logger=False,
         enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
         num_sanity_val_steps=0,
         accumulate_grad_batches=accumulate_grad_batches,
     )
@@ -109,9 +81,9 @@ def test_switch_refusals(lazy_standin, monkeypatch) -> None:
     with pytest.raises(ValueError, match="no submodule 'encoder'"):
         _fit([HPUGraphs(modules=["encoder"])])
     with pytest.raises(HPUGraphsUnavailableError, match="HPU accelerator"):
-        Trainer(accelerator="cpu", callbacks=[HPUGraphs()], logger=False).fit(Classifier(), _loader())
+        Trainer(accelerator="cpu", callbacks=[HPUGraphs()], logger=False).fit(TinyClassifier(), _loader())
 
-    hooked = Classifier()
+    hooked = TinyClassifier()
     hooked.net.register_forward_pre_hook(lambda *_: None)
     trainer = Trainer(accelerator=HPUAccelerator(), devices=1, callbacks=[HPUGraphs(modules=["net"])], logger=False)
     with pytest.raises(HPUGraphsUnavailableError, match="hooks"):
@@ -125,7 +97,7 @@ def test_switch_refusals(lazy_standin, monkeypatch) -> None:
         _fit([HPUGraphs()])
 
 
-class SyncsOnTheHost(Classifier):
+class SyncsOnTheHost(TinyClassifier):
     """Reads a value on the host in ``forward`` (``.item()``), which no graph capture allows, until told not to."""
 
     sync = True
@@ -141,10 +113,9 @@ def test_a_failed_fit_leaves_the_module_eager_and_refittable(lazy_standin) -> No
     from gaudi_standin.graphs.standin_graph import HostSyncInCaptureError
 
     model = SyncsOnTheHost()
-    trainer = Trainer(
-        accelerator=HPUAccelerator(), devices=1, max_epochs=1, callbacks=[HPUGraphs()], logger=False,
-        enable_progress_bar=False, enable_model_summary=False, enable_checkpointing=False,
-    )  # fmt: skip
+    trainer = quiet_trainer(
+        accelerator=HPUAccelerator(), devices=1, max_epochs=1, callbacks=[HPUGraphs()], enable_checkpointing=False
+    )
     with pytest.raises(HostSyncInCaptureError):
         trainer.fit(model, _loader())
     graphing = {"forward", "clear_cache", "clear_inputs", "orig_forward", "set_iteration_count", "graph_cacher"}
@@ -163,7 +134,7 @@ def test_a_failed_fit_leaves_the_module_eager_and_refittable(lazy_standin) -> No
 def test_a_module_graphed_by_hand_is_refused_with_a_clear_message(lazy_standin) -> None:
     from lightning_hpu.hpu_graphs import wrap_in_hpu_graph
 
-    model = Classifier()
+    model = TinyClassifier()
     wrap_in_hpu_graph(model.net)
     with pytest.raises(HPUGraphsUnavailableError, match=r"`modules\['net'\]` \(Sequential\) is already graphed"):
         _fit([HPUGraphs(modules=["net"])], model=model)

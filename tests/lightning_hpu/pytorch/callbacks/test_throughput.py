@@ -5,14 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from lightning.pytorch import Trainer
 
 from lightning_hpu import HPUThroughputMonitor
 from lightning_hpu.compile.peak_flops import GAUDI_PEAK_FLOPS, compute_precision, gaudi_peak_flops
 from lightning_hpu.runtime import settings
 from tests.helpers.models import RegressionModel
 from tests.helpers.standin import reset_backend
-from tests.helpers.trainer import MetricsSpy, quiet_trainer_kwargs
+from tests.helpers.trainer import MetricsSpy, quiet_trainer
 
 FLOPS_PER_BATCH = 3e12
 
@@ -24,7 +23,8 @@ def _fit(tmp_path: Any, precision: str, **monitor_kwargs: Any) -> list[dict[str,
     model = RegressionModel()
     model.flops_per_batch = FLOPS_PER_BATCH  # type: ignore[attr-defined]
     spy = MetricsSpy()
-    trainer = Trainer(
+    trainer = quiet_trainer(
+        tmp_path,
         accelerator="hpu",
         precision=precision,  # type: ignore[arg-type]
         enable_checkpointing=False,
@@ -32,7 +32,7 @@ def _fit(tmp_path: Any, precision: str, **monitor_kwargs: Any) -> list[dict[str,
         limit_val_batches=0,
         callbacks=[monitor],
         log_every_n_steps=1,
-        **{**quiet_trainer_kwargs(tmp_path), "logger": spy},
+        logger=spy,
     )
     trainer.fit(model)
     return [m for m in spy.metrics if "train/device/flops_per_sec" in m]

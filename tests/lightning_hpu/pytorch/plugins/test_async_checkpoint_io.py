@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 import torch
-from lightning.pytorch import Trainer
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.plugins.io import AsyncCheckpointIO
 
@@ -21,7 +20,7 @@ from lightning_hpu import HPUAsyncCheckpointIO, HPUCheckpointIO
 from lightning_hpu.checkpoint.files import remove_orphaned_temporary_files
 from tests.helpers.models import RegressionModel
 from tests.helpers.paths import ROOT, SCENARIOS
-from tests.helpers.trainer import quiet_trainer_kwargs
+from tests.helpers.trainer import quiet_trainer
 
 
 class _SlowIO(HPUCheckpointIO):
@@ -102,12 +101,12 @@ def test_a_background_error_surfaces_at_the_next_save_once(tmp_path: Path) -> No
 
 
 def test_a_background_error_surfaces_at_the_end_of_fit(standin: Any, tmp_path: Path) -> None:
-    trainer = Trainer(
+    trainer = quiet_trainer(
+        tmp_path,
         accelerator="hpu",
         max_steps=2,
         plugins=[HPUAsyncCheckpointIO(_FailingIO())],
         callbacks=[ModelCheckpoint(dirpath=tmp_path / "ckpt", every_n_train_steps=2)],
-        **quiet_trainer_kwargs(tmp_path),
     )
     with pytest.raises(OSError, match="disk full"):
         trainer.fit(RegressionModel())
@@ -120,12 +119,12 @@ def test_trainer_checkpoints_hold_the_weights_of_their_step(standin: Any, tmp_pa
         def on_train_batch_end(self, *args: Any) -> None:
             weights[self.trainer.global_step] = self.layer.weight.detach().clone()
 
-    trainer = Trainer(
+    trainer = quiet_trainer(
+        tmp_path,
         accelerator="hpu",
         max_steps=4,
         plugins=[HPUAsyncCheckpointIO()],
         callbacks=[ModelCheckpoint(dirpath=tmp_path / "ckpt", every_n_train_steps=1, save_top_k=-1)],
-        **quiet_trainer_kwargs(tmp_path),
     )
     trainer.fit(Model())
     files = sorted((tmp_path / "ckpt").glob("*.ckpt"))
@@ -137,7 +136,7 @@ def test_trainer_checkpoints_hold_the_weights_of_their_step(standin: Any, tmp_pa
 
 
 def test_lightning_async_checkpoint_io_wraps_hpu_checkpoint_io(standin: Any, tmp_path: Path) -> None:
-    trainer = Trainer(accelerator="hpu", max_steps=1, plugins=[AsyncCheckpointIO()], **quiet_trainer_kwargs(tmp_path))
+    trainer = quiet_trainer(tmp_path, accelerator="hpu", max_steps=1, plugins=[AsyncCheckpointIO()])
     assert isinstance(trainer.strategy.checkpoint_io, AsyncCheckpointIO)
     assert isinstance(trainer.strategy.checkpoint_io.checkpoint_io, HPUCheckpointIO)
 

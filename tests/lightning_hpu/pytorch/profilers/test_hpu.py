@@ -7,7 +7,6 @@ import json
 import logging
 import os
 import re
-import socket
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
@@ -24,6 +23,8 @@ from lightning_hpu import HPUProfiler
 from lightning_hpu.pytorch.profilers.steps import planned_steps
 from lightning_hpu.runtime.bridge import BridgeBackend
 from tests.helpers.paths import ROOT
+from tests.helpers.processes import free_port
+from tests.helpers.trainer import quiet_trainer
 
 MATMUL_OPS = {"aten::addmm", "aten::mm", "aten::matmul", "aten::linear"}
 
@@ -52,15 +53,7 @@ class MatmulModel(LightningModule):
 
 def _fit(profiler: HPUProfiler, max_steps: int, **trainer_kwargs: Any) -> MatmulModel:
     model = MatmulModel(profiler)
-    trainer = Trainer(
-        max_steps=max_steps,
-        profiler=profiler,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        **trainer_kwargs,
-    )
+    trainer = quiet_trainer(max_steps=max_steps, profiler=profiler, enable_checkpointing=False, **trainer_kwargs)
     data = DataLoader(TensorDataset(torch.randn(8 * 256, 2048)), batch_size=256)  # 8 batches an epoch
     trainer.fit(model, data)
     return model
@@ -324,16 +317,10 @@ def test_lightning_cli_builds_it_from_class_path(tmp_path: Path) -> None:
     assert cli.trainer.profiler._row_limit == 5
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.mark.multiprocess
 def test_two_processes_write_one_report_and_one_trace_per_global_rank(tmp_path: Path, python_executable: str) -> None:
     """Two one-process nodes: both local ranks are 0, so only global-rank names keep the files apart."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port())}
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
     command = [python_executable, str(ROOT / "examples" / "profiling.py"), "--dirpath", str(tmp_path)]
     command += ["--accelerator", "cpu", "--strategy", "ddp", "--devices", "1", "--num-nodes", "2", "--max-steps", "3"]
     nodes = [

@@ -40,6 +40,7 @@ from lightning_hpu.pytorch.ray import (
     HPURayFSDPStrategy,
     worker,
 )
+from tests.helpers.trainer import quiet_trainer
 
 
 @pytest.fixture
@@ -65,15 +66,12 @@ def ray_worker(monkeypatch: pytest.MonkeyPatch, standin: Any) -> dict[str, list[
 
 
 def _trainer(strategy: Any) -> Trainer:
-    return Trainer(
+    return quiet_trainer(
         accelerator="hpu",
         devices="auto",
         strategy=strategy,
         plugins=[RayLightningEnvironment()],
-        logger=False,
         enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
     )
 
 

@@ -30,6 +30,7 @@ from gaudi_standin.emulator import machine as standin_runtime
 from lightning_hpu import HPUAccelerator, HPUDeepSpeedStrategy
 from lightning_hpu.runtime import bridge_emulated, get_backend
 from tests.helpers.standin import reset_backend
+from tests.helpers.trainer import quiet_trainer
 
 EXAMPLE = ROOT / "examples" / "deepspeed_zero.py"
 SEED_CONFIG = ROOT / "examples" / "deepspeed_bf16_zero2.json"
@@ -66,15 +67,7 @@ def _restore_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Ite
 
 def _trainer(strategy: HPUDeepSpeedStrategy | str, **kwargs: object) -> Trainer:
     kwargs.setdefault("plugins", [DeepSpeedPrecision("bf16-mixed")])
-    return Trainer(
-        accelerator=HPUAccelerator(),
-        strategy=strategy,
-        enable_progress_bar=False,
-        enable_checkpointing=False,
-        enable_model_summary=False,
-        logger=False,
-        **kwargs,  # type: ignore[arg-type]
-    )
+    return quiet_trainer(accelerator=HPUAccelerator(), strategy=strategy, enable_checkpointing=False, **kwargs)
 
 
 # --- names, connector, refusals (no training) ------------------------------------------------------
@@ -104,7 +97,10 @@ def test_registered_names_select_the_documented_zero_settings(monkeypatch: pytes
     assert isinstance(trainer.strategy, HPUDeepSpeedStrategy)
     assert isinstance(trainer.precision_plugin, DeepSpeedPrecision)
     assert trainer.precision_plugin.precision == "bf16-mixed"
-    assert os.environ["DS_ACCELERATOR"] == "hpu"  # what a Gaudi gets; the stand-in gives DeepSpeed its hpu accelerator
+    # DeepSpeed chose the HPU (on the stand-in, its hpu accelerator); DS_ACCELERATOR was set only while it chose.
+    from deepspeed.accelerator import get_accelerator
+
+    assert get_accelerator().device_name() == "hpu" and "DS_ACCELERATOR" not in os.environ
 
 
 def test_refuses_what_the_device_cannot_run(standin: object, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -215,15 +211,12 @@ def test_save_then_resume_continues_from_the_same_loss(stage: int, tmp_path: Pat
     def run(max_epochs: int, ckpt_path: Path | None = None) -> tuple[Trainer, list[float]]:
         seed_everything(0)
         model = example.RegressionModel()
-        trainer = Trainer(
+        trainer = quiet_trainer(
             accelerator="hpu",
             strategy=f"hpu_deepspeed_stage_{stage}",
             precision="bf16-mixed",
             max_epochs=max_epochs,
-            enable_progress_bar=False,
             enable_checkpointing=False,
-            enable_model_summary=False,
-            logger=False,
         )
         trainer.fit(model, example.dataloader(samples=32), ckpt_path=ckpt_path)
         return trainer, model.losses
@@ -367,13 +360,13 @@ def test_two_process_zero2_seed_config_leaves_identical_replicated_weights(
     assert lrs[0] == pytest.approx(0.02) and lrs[0] < lrs[6] <= 0.05
 
 
-# --- fp8 under DeepSpeed (recording engine of tests/lightning_hpu/fp8/test_engine.py)
+# --- fp8 under DeepSpeed (the recording engine of tests/helpers/fp8_recorders.py)
 # -----------------------------------
 def test_transformer_engine_under_deepspeed_trains_the_engine_layers_in_fp8(
     standin: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from lightning_hpu import HPUDeepSpeedPrecisionPlugin
-    from tests.lightning_hpu.fp8.test_engine import make_fake_engine
+    from tests.helpers.fp8_recorders import make_fake_engine
 
     te = make_fake_engine()
     monkeypatch.setattr(standin, "transformer_engine", lambda: te)

@@ -7,13 +7,12 @@ from typing import Any
 
 import pytest
 import torch
-from lightning.pytorch import Trainer
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 from lightning_hpu import HPUParallelStrategy, SingleHPUStrategy
 from lightning_hpu.pytorch.strategies.last_batch import LastBatchSampler
 from tests.helpers.models import RegressionModel
-from tests.helpers.trainer import quiet_trainer_kwargs
+from tests.helpers.trainer import quiet_trainer
 
 
 class RaggedModel(RegressionModel):
@@ -45,11 +44,8 @@ def _fit(tmp_path: Any, last_batch: str) -> tuple[RaggedModel, list[str]]:
     model = RaggedModel()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        trainer = Trainer(
-            accelerator="hpu",
-            strategy=SingleHPUStrategy(last_batch=last_batch),  # type: ignore[arg-type]
-            max_epochs=2,
-            **quiet_trainer_kwargs(tmp_path),
+        trainer = quiet_trainer(
+            tmp_path, accelerator="hpu", strategy=SingleHPUStrategy(last_batch=last_batch), max_epochs=2
         )
         trainer.fit(model)
     return model, [str(w.message) for w in caught if "last batch" in str(w.message)]
@@ -81,7 +77,7 @@ def test_warn_and_keep_leave_the_batch(standin: Any, tmp_path: Any, last_batch: 
 def test_even_batches_do_not_warn(standin: Any, tmp_path: Any) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        Trainer(accelerator="hpu", max_steps=2, **quiet_trainer_kwargs(tmp_path)).fit(RegressionModel())
+        quiet_trainer(tmp_path, accelerator="hpu", max_steps=2).fit(RegressionModel())
     assert not [w for w in caught if "last batch" in str(w.message)]
 
 

@@ -26,9 +26,11 @@ from tests.helpers.standin import reset_backend
 sys.path.insert(0, str(BENCHMARKS))
 from step_counters import TensorAllocations
 
+from tests.helpers.trainer import quiet_trainer
+
 
 def _trainer(**kwargs: Any) -> Trainer:
-    return Trainer(logger=False, enable_progress_bar=False, enable_model_summary=False, **kwargs)
+    return quiet_trainer(**kwargs)
 
 
 # --- reduce ops -------------------------------------------------------------------------------------

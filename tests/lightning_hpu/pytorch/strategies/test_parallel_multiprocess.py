@@ -10,38 +10,23 @@ names, and int64 travels as it is); the two-node run uses lazy mode (int64 trave
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.helpers.data_parallel import STEPS
 from tests.helpers.paths import ROOT, SCENARIOS
+from tests.helpers.processes import free_port, scenario_environment
 
 SCRIPT = SCENARIOS / "parallel_scenarios.py"
 SRC = ROOT / "src"
-STEPS = 3  # parallel_scenarios.STEPS
 HCCL_REFUSAL = "Unsupported ReduceOp for HCCL process group"
-_LAUNCH_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "WORLD_SIZE", "LOCAL_RANK", "RANK", "GROUP_RANK")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _env(devices: int, **extra: str) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if key not in _LAUNCH_VARIABLES}
-    env.update(
-        PYTHONPATH=os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")])),
-        LIGHTNING_HPU_BACKEND="cpu",
-        LIGHTNING_HPU_CPU_DEVICES=str(devices),
-        **extra,
-    )
-    return env
+    return scenario_environment(LIGHTNING_HPU_BACKEND="cpu", LIGHTNING_HPU_CPU_DEVICES=str(devices), **extra)
 
 
 def _launch(
@@ -138,7 +123,7 @@ def test_two_devices_and_two_nodes(tmp_path: Path, python_executable: str) -> No
     }
     node_env = {
         "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": str(_free_port()),
+        "MASTER_PORT": str(free_port()),
         "WORLD_SIZE": "2",
         "PT_HPU_LAZY_MODE": "1",
     }

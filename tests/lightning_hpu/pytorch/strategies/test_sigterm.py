@@ -20,8 +20,7 @@ import torch
 
 from lightning_hpu.pytorch.strategies.sigterm import SIGTERM_EXIT_CODE
 from tests.helpers.paths import SCENARIOS
-from tests.helpers.processes import alive
-from tests.lightning_hpu.pytorch.strategies.test_parallel_multiprocess import _env
+from tests.helpers.processes import alive, scenario_environment
 
 SCRIPT = SCENARIOS / "sigterm_scenario.py"
 STOP_WITHIN_S = 30.0
@@ -45,7 +44,7 @@ def test_sigterm_to_one_rank_or_all_ranks_stops_every_rank(tmp_path: Path, pytho
         (tmp_path / name).mkdir()
         procs[name] = subprocess.Popen(
             [python_executable, str(SCRIPT), str(tmp_path / name), strategy],
-            env=_env(2),
+            env=scenario_environment(LIGHTNING_HPU_BACKEND="cpu", LIGHTNING_HPU_CPU_DEVICES="2"),
             stdout=(tmp_path / f"{name}.log").open("wb"),
             stderr=subprocess.STDOUT,
         )

@@ -25,7 +25,7 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from lightning_hpu import HPUDeepSpeedStrategy, HPUParallelStrategy, integration
 from lightning_hpu.integration import wrapping
-from lightning_hpu.pytorch.strategies.sigterm import SIGTERM_EXIT_CODE, HostFlagVote, SigtermAgreement
+from lightning_hpu.pytorch.strategies.sigterm import SIGTERM_EXIT_CODE, HostFlagVote, SigtermAgreementHooks
 from tests.helpers.paths import BENCHMARKS
 
 sys.path.insert(0, str(BENCHMARKS))
@@ -55,8 +55,8 @@ def test_the_vote_answers_one_step_late_without_allocating_or_syncing(
 
 
 def test_every_hpu_parallel_strategy_agrees_on_the_host() -> None:
-    assert issubclass(HPUParallelStrategy, SigtermAgreement)
-    assert issubclass(HPUDeepSpeedStrategy, SigtermAgreement)
+    assert issubclass(HPUParallelStrategy, SigtermAgreementHooks)
+    assert issubclass(HPUDeepSpeedStrategy, SigtermAgreementHooks)
 
 
 @pytest.fixture

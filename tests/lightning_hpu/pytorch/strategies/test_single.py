@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 import torch
-from lightning.pytorch import Callback, LightningModule, Trainer
+from lightning.pytorch import Callback, LightningModule
 
 from gaudi_standin.emulator import machine as standin_runtime
 from lightning_hpu import HPUAccelerator, HPUCheckpointIO, SingleHPUStrategy
 from lightning_hpu.runtime.bridge import BridgeBackend
 from tests.helpers.models import RegressionModel
 from tests.helpers.standin import counters as standin_counters
-from tests.helpers.trainer import quiet_trainer_kwargs
+from tests.helpers.trainer import quiet_trainer
 
 
 class MarkStepProbe(Callback):
@@ -52,13 +52,7 @@ def _deltas(events: list[tuple[str, int]]) -> list[tuple[str, int]]:
 
 def test_mark_step_after_backward_and_after_optimizer_step(lazy_standin: Any, tmp_path: Any) -> None:
     probe = MarkStepProbe(lazy_standin)
-    trainer = Trainer(
-        accelerator=HPUAccelerator(),
-        max_steps=2,
-        limit_val_batches=0,
-        callbacks=[probe],
-        **quiet_trainer_kwargs(tmp_path),
-    )
+    trainer = quiet_trainer(tmp_path, accelerator=HPUAccelerator(), max_steps=2, limit_val_batches=0, callbacks=[probe])
     trainer.fit(RegressionModel())
     assert _deltas(probe.events) == [
         ("after_backward", 0),
@@ -73,13 +67,8 @@ def test_mark_step_after_backward_and_after_optimizer_step(lazy_standin: Any, tm
 
 def test_gradient_accumulation_marks_every_backward_but_steps_once(lazy_standin: Any, tmp_path: Any) -> None:
     probe = MarkStepProbe(lazy_standin)
-    trainer = Trainer(
-        accelerator="hpu",
-        max_steps=1,
-        accumulate_grad_batches=2,
-        limit_val_batches=0,
-        callbacks=[probe],
-        **quiet_trainer_kwargs(tmp_path),
+    trainer = quiet_trainer(
+        tmp_path, accelerator="hpu", max_steps=1, accumulate_grad_batches=2, limit_val_batches=0, callbacks=[probe]
     )
     trainer.fit(RegressionModel())
     names = [name for name, _ in probe.events]
@@ -110,13 +99,13 @@ class ManualModel(RegressionModel):
 
 def test_manual_optimization_marks_backward_and_step(lazy_standin: Any, tmp_path: Any) -> None:
     model = ManualModel(lazy_standin)
-    Trainer(accelerator="hpu", max_steps=2, limit_val_batches=0, **quiet_trainer_kwargs(tmp_path)).fit(model)
+    quiet_trainer(tmp_path, accelerator="hpu", max_steps=2, limit_val_batches=0).fit(model)
     assert model.counts == [1, 2, 1, 2]
 
 
 def test_evaluation_steps_are_wrapped_in_mark_steps(lazy_standin: Any, tmp_path: Any) -> None:
     probe = MarkStepProbe(lazy_standin)
-    trainer = Trainer(accelerator="hpu", limit_val_batches=2, callbacks=[probe], **quiet_trainer_kwargs(tmp_path))
+    trainer = quiet_trainer(tmp_path, accelerator="hpu", limit_val_batches=2, callbacks=[probe])
     trainer.validate(RegressionModel())
     assert _deltas(probe.events) == [("val_end", 2), ("val_start", 0), ("val_end", 2)]
     before = standin_counters().mark_steps
@@ -131,10 +120,9 @@ def test_evaluation_steps_are_wrapped_in_mark_steps(lazy_standin: Any, tmp_path:
 def test_pipelining_marks_between_forward_and_backward(lazy_standin: Any, tmp_path: Any) -> None:
     probe = MarkStepProbe(lazy_standin)
     strategy = SingleHPUStrategy(pipeline_forward_backward=True)
-    trainer = Trainer(
-        accelerator="hpu", strategy=strategy, max_steps=1, limit_val_batches=0, callbacks=[probe],
-        **quiet_trainer_kwargs(tmp_path),
-    )  # fmt: skip
+    trainer = quiet_trainer(
+        tmp_path, accelerator="hpu", strategy=strategy, max_steps=1, limit_val_batches=0, callbacks=[probe]
+    )
     trainer.fit(RegressionModel())
     assert _deltas(probe.events) == [("after_backward", 1), ("before_optimizer_step", 1), ("batch_end", 1)]
 
@@ -145,7 +133,7 @@ def test_eager_mode_marks_no_steps(monkeypatch: pytest.MonkeyPatch, tmp_path: An
     from tests.helpers.standin import reset_backend
 
     reset_backend()
-    trainer = Trainer(accelerator="hpu", max_steps=3, limit_val_batches=0, **quiet_trainer_kwargs(tmp_path))
+    trainer = quiet_trainer(tmp_path, accelerator="hpu", max_steps=3, limit_val_batches=0)
     trainer.fit(RegressionModel())
     backend = require_backend()
     assert isinstance(backend, BridgeBackend)
@@ -159,10 +147,10 @@ def _weights(model: LightningModule) -> list[torch.Tensor]:
 def test_checkpoint_resume_gives_identical_weights(tmp_path: Any) -> None:
     straight = RegressionModel()
     run = {"limit_train_batches": 4, "limit_val_batches": 0}
-    Trainer(accelerator="hpu", max_epochs=2, **run, **quiet_trainer_kwargs(tmp_path / "a")).fit(straight)
+    quiet_trainer(tmp_path / "a", accelerator="hpu", max_epochs=2, **run).fit(straight)
 
     first = RegressionModel()
-    trainer = Trainer(accelerator="hpu", max_epochs=1, **run, **quiet_trainer_kwargs(tmp_path / "b"))
+    trainer = quiet_trainer(tmp_path / "b", accelerator="hpu", max_epochs=1, **run)
     trainer.fit(first)
     assert isinstance(trainer.strategy.checkpoint_io, HPUCheckpointIO)
     path = tmp_path / "mid.ckpt"
@@ -174,9 +162,7 @@ def test_checkpoint_resume_gives_identical_weights(tmp_path: Any) -> None:
     assert tensors and all(type(t) is torch.Tensor and t.device.type == "cpu" for t in tensors)
 
     resumed = RegressionModel()
-    Trainer(accelerator="hpu", max_epochs=2, **run, **quiet_trainer_kwargs(tmp_path / "c")).fit(
-        resumed, ckpt_path=str(path)
-    )
+    quiet_trainer(tmp_path / "c", accelerator="hpu", max_epochs=2, **run).fit(resumed, ckpt_path=str(path))
     for expected, actual in zip(_weights(straight), _weights(resumed), strict=True):
         torch.testing.assert_close(actual, expected, rtol=0, atol=0)
     assert not all(torch.equal(a, b) for a, b in zip(_weights(first), _weights(resumed), strict=True))

@@ -24,11 +24,11 @@ import argparse
 import os
 import subprocess
 import sys
-import tarfile
-import tempfile
 import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
+
+from git_export import export_paths  # a sibling when run as a script
 
 ROOT = Path(__file__).resolve().parent.parent
 BRIDGE_URL = "https://github.com/HabanaAI/gaudi-pytorch-bridge"
@@ -140,18 +140,7 @@ def export_suite(source: str, ref: str, dest: Path) -> Path:
     working = dest / "tests" / "pytest_working"
     if working.is_dir():
         return working
-    with tempfile.TemporaryDirectory() as tmp:
-        git_dir = source
-        if not Path(source).exists():
-            git_dir = os.path.join(tmp, "clone")
-            subprocess.run(["git", "clone", "--quiet", "--bare", source, git_dir], check=True)
-        if os.path.isdir(os.path.join(git_dir, ".git")):
-            git_dir = os.path.join(git_dir, ".git")
-        archive = os.path.join(tmp, "suite.tar")
-        subprocess.run(["git", "--git-dir", git_dir, "archive", "-o", archive, ref, "tests"], check=True)
-        dest.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(archive) as tar:
-            tar.extractall(dest, filter="data")
+    export_paths(source, ref, ["tests"], dest)
     # Pytest's settings for the bridge's tests, outside its tree: none of the project's (its markers, plugins).
     (dest / "pytest.ini").write_text("[pytest]\n")
     return working

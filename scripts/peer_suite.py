@@ -21,11 +21,11 @@ import argparse
 import os
 import subprocess
 import sys
-import tarfile
-import tempfile
 import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
+
+from git_export import export_paths  # a sibling when run as a script
 
 ROOT = Path(__file__).resolve().parent.parent
 PEER_URL = "https://github.com/Lightning-AI/lightning-Habana"
@@ -35,24 +35,8 @@ def export_suite(source: str, ref: str, dest: Path) -> Path:
     """``tests/`` and ``pyproject.toml`` of the peer at ``ref`` under ``dest`` (kept between runs)."""
     if (dest / "tests").is_dir():
         return dest
-    with tempfile.TemporaryDirectory() as tmp:
-        git_dir = source
-        if not Path(source).exists():
-            git_dir = os.path.join(tmp, "clone")
-            subprocess.run(["git", "clone", "--quiet", "--bare", source, git_dir], check=True)
-        archive = os.path.join(tmp, "suite.tar")
-        subprocess.run(
-            ["git", "--git-dir", _git_dir(git_dir), "archive", "-o", archive, ref, "tests", "pyproject.toml"],
-            check=True,
-        )
-        dest.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(archive) as tar:
-            tar.extractall(dest, filter="data")
+    export_paths(source, ref, ["tests", "pyproject.toml"], dest)
     return dest
-
-
-def _git_dir(path: str) -> str:
-    return os.path.join(path, ".git") if os.path.isdir(os.path.join(path, ".git")) else path
 
 
 def summarize(reports: list[Path]) -> tuple[int, int]:

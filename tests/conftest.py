@@ -18,19 +18,14 @@ os.environ.setdefault("LIGHTNING_HPU_BACKEND", "cpu")
 from gaudi_standin.startup.device_cache import EXTENSIONS_DIR_ENV
 from tests.helpers.namespaces import NAMESPACES
 from tests.helpers.preloaded_python import PreloadedPython
+from tests.helpers.processes import LAUNCH_VARIABLES
 from tests.helpers.two_device_run import TwoDeviceRun, launch
 
 #: What Lightning and DeepSpeed write into the environment of a process that sets up distributed training in
 #: process (single-process DeepSpeed, Fabric), and what the package writes for the bridge (autocast op lists, the
 #: recipe cache): left behind, a later test's subprocesses would inherit them.
 _LAUNCH_VARIABLES = (
-    "MASTER_ADDR",
-    "MASTER_PORT",
-    "LOCAL_RANK",
-    "NODE_RANK",
-    "RANK",
-    "WORLD_SIZE",
-    "LOCAL_WORLD_SIZE",
+    *LAUNCH_VARIABLES,
     "PT_HPU_AUTOCAST_LOWER_PRECISION_OPS_LIST",
     "PT_HPU_AUTOCAST_FP32_OPS_LIST",
     "PT_HPU_RECIPE_CACHE_CONFIG",

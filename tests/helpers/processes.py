@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 from pathlib import Path
 
-from tests.helpers.paths import ROOT, SRC
+from tests.helpers.paths import ROOT, SCENARIOS, SRC
 
 #: What a launch writes into a rank's environment: a child started by a test must not inherit the test's own.
 LAUNCH_VARIABLES = (
@@ -60,3 +61,17 @@ def alive(pid: int) -> bool:
     except (FileNotFoundError, ProcessLookupError, IndexError):
         return False
     return state != "Z"
+
+
+def run_until_ok(python: str, script: str, *arguments: str) -> None:
+    """Runs ``tests/scenarios/<script>`` on the stand-in; it must exit 0 with ``ok`` as its last output (its output
+    is the failure's message otherwise)."""
+    result = subprocess.run(
+        [python, str(SCENARIOS / script), *arguments],
+        env={**os.environ, "LIGHTNING_HPU_BACKEND": "cpu"},
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    output = result.stdout[-2000:] + result.stderr[-2000:]
+    assert result.returncode == 0 and result.stdout.strip().endswith("ok"), output

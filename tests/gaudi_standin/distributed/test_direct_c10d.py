@@ -7,19 +7,8 @@ memory alive for as long as gloo holds them (``scenarios/direct_c10d_script.py``
 
 from __future__ import annotations
 
-import os
-import subprocess
-
-from tests.helpers.paths import SCENARIOS
+from tests.helpers.processes import run_until_ok
 
 
 def test_direct_async_c10d_ops_on_dropped_hpu_tensors_return_correct_values(python_executable: str) -> None:
-    result = subprocess.run(
-        [python_executable, str(SCENARIOS / "direct_c10d_script.py"), "1000"],
-        env={**os.environ, "LIGHTNING_HPU_BACKEND": "cpu"},
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    output = result.stdout[-2000:] + result.stderr[-2000:]
-    assert result.returncode == 0 and result.stdout.strip().endswith("ok"), output
+    run_until_ok(python_executable, "direct_c10d_script.py", "1000")

@@ -6,7 +6,6 @@ import json
 import multiprocessing
 import multiprocessing.spawn
 import os
-import subprocess
 import traceback
 import warnings
 from collections.abc import Callable
@@ -32,8 +31,7 @@ from gaudi_standin.distributed.process_group import (
     register_hccl_standin_backend,
 )
 from gaudi_standin.graphs.standin_graph import StandInGraph, capture_active, standin_capture
-from tests.helpers.paths import SCENARIOS
-from tests.helpers.processes import free_port
+from tests.helpers.processes import free_port, run_until_ok
 
 ACCEPTED_OPS = [ReduceOp.SUM, ReduceOp.MIN, ReduceOp.MAX]
 REFUSED_OPS = {
@@ -308,15 +306,7 @@ def test_every_collective_torch_offers_is_a_python_method_of_the_group() -> None
 def test_async_collectives_keep_the_tensors_their_caller_dropped(python_executable: str) -> None:
     """``async_collectives_script.py``: 2,000 rounds of asynchronous collectives whose tensors the caller drops at
     once, beside blocking ones. Through the C++ route this crashed (freed memory written to) within seconds."""
-    result = subprocess.run(
-        [python_executable, str(SCENARIOS / "async_collectives_script.py"), "2000"],
-        env={**os.environ, "LIGHTNING_HPU_BACKEND": "cpu"},
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    output = result.stdout[-2000:] + result.stderr[-2000:]
-    assert result.returncode == 0 and result.stdout.strip().endswith("ok"), output
+    run_until_ok(python_executable, "async_collectives_script.py", "2000")
 
 
 @pytest.mark.parametrize("name", ["gather_single", "gather_into_tensor"])

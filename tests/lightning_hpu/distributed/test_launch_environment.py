@@ -26,7 +26,6 @@ from lightning.fabric.plugins.environments import LightningEnvironment
 from lightning.fabric.strategies import DeepSpeedStrategy
 from lightning.fabric.strategies.launchers import _MultiProcessingLauncher as FabricMultiProcessingLauncher
 from lightning.fabric.strategies.launchers import _SubprocessScriptLauncher as FabricSubprocessScriptLauncher
-from lightning.pytorch import Trainer
 from lightning.pytorch.strategies.launchers import _MultiProcessingLauncher, _SubprocessScriptLauncher
 
 import lightning_hpu
@@ -35,7 +34,7 @@ from lightning_hpu.distributed import launched_ranks
 from lightning_hpu.fabric import strategies as fabric_strategies
 from lightning_hpu.runtime import get_backend, settings
 from tests.helpers.models import RegressionModel
-from tests.helpers.trainer import quiet_trainer_kwargs
+from tests.helpers.trainer import quiet_trainer
 
 #: Variables of the package and of the bridge, and the one the package sets for DeepSpeed: none may be left by a run.
 OURS = ("LIGHTNING_HPU_", "PT_HPU_", "HABANA_", "HLS_", "DS_ACCELERATOR")
@@ -80,13 +79,8 @@ class _ConfiguredModel(RegressionModel):
 
 def _fit(strategy: Any, accelerator: str, root: Path) -> Callable[[], object]:
     def run() -> None:
-        trainer = Trainer(
-            accelerator=accelerator,
-            devices=1,
-            strategy=strategy,
-            max_steps=1,
-            enable_checkpointing=False,
-            **quiet_trainer_kwargs(root),
+        trainer = quiet_trainer(
+            root, accelerator=accelerator, devices=1, strategy=strategy, max_steps=1, enable_checkpointing=False
         )
         trainer.fit(_ConfiguredModel())
 
@@ -168,7 +162,7 @@ def test_a_run_in_process_leaves_the_environment_as_lightnings_own_run_does(
 
 def _build(owner: str, **arguments: Any) -> Any:
     if owner == "Trainer":
-        return Trainer(accelerator="hpu", enable_checkpointing=False, **arguments, **quiet_trainer_kwargs())
+        return quiet_trainer(accelerator="hpu", enable_checkpointing=False, **arguments)
     return Fabric(accelerator="hpu", **arguments)
 
 

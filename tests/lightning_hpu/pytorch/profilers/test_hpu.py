@@ -265,24 +265,6 @@ def test_bridge_adds_the_hpu_activity_and_the_trace_holds_it(tmp_path: Path) -> 
     assert profiler.heaviest_operators()
 
 
-def test_a_dirpath_that_cannot_hold_files_is_refused_at_construction(tmp_path: Path) -> None:
-    a_file = tmp_path / "report.txt"
-    a_file.write_text("")
-    with pytest.raises(ValueError, match=r"HPUProfiler\(dirpath='.*report.txt'\): the path is a file"):
-        HPUProfiler(dirpath=a_file)
-    with pytest.raises(ValueError, match=r"dirpath='.*report.txt/traces'\): the path lies under the file"):
-        HPUProfiler(dirpath=str(a_file / "traces"))
-    HPUProfiler(dirpath=tmp_path / "new" / "dir")  # created when the first file is written
-    assert not (tmp_path / "new").exists()
-
-
-@pytest.mark.parametrize("value", ["1", "profile_api", "my_template", ""])
-def test_conflicting_habana_profile_is_refused(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HABANA_PROFILE", value)
-    with pytest.raises(ValueError, match=r"HABANA_PROFILE=.*unset HABANA_PROFILE"):
-        HPUProfiler()
-
-
 @pytest.mark.usefixtures("standin")
 def test_habana_profile_is_checked_again_before_the_fit_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HABANA_PROFILE", raising=False)

@@ -42,6 +42,10 @@ LAST_IMPORTS = {
     "pytorch_lightning._graveyard": "pytorch_lightning",
 }
 
+#: Other Lightning-AI libraries with a device choice of their own (LitServe, LitGPT's Python API): once the module
+#: named has run, :func:`lightning_hpu.serving.register` teaches it the HPU.
+SERVING = ("litserve", "litgpt.api")
+
 _done: set[str] = set()
 _failed = False
 #: Packages whose registration waits for a module of ``lightning_hpu.standalone`` that imported them to finish.
@@ -77,7 +81,7 @@ def registered(name: str, finishing: str = "") -> None:
     try:
         _register_with(name, finishing)
     except Exception as error:  # never let lightning-hpu break `import lightning`
-        _failed = True
+        _failed = name not in SERVING  # a serving library that moved leaves Lightning's registration to go on
         import warnings
 
         warnings.warn(
@@ -97,7 +101,9 @@ def _register_with(name: str, finishing: str = "") -> None:
     import importlib
     import importlib.util
 
-    if name == "lightning":
+    if name in SERVING:
+        importlib.import_module("lightning_hpu.serving").register(name)
+    elif name == "lightning":
         importlib.import_module("lightning_hpu")
     elif name == "lightning_fabric":
         if "pytorch_lightning" in sys.modules:  # pytorch_lightning is importing it: registered once it has run
@@ -158,7 +164,7 @@ class LightningWatcher:
 
     @classmethod
     def find_spec(cls, name: str, path: Any = None, target: Any = None) -> ModuleSpec | None:
-        package = name if name in WATCHED else LAST_IMPORTS.get(name)
+        package = name if name in WATCHED or name in SERVING else LAST_IMPORTS.get(name)
         if package is None or package in _done:
             return None
         for finder in sys.meta_path:
@@ -184,7 +190,7 @@ def install() -> None:
         if switched_off() or LightningWatcher in sys.meta_path:
             return
         sys.meta_path.insert(0, LightningWatcher)  # a finder class, as importlib's own
-        for name in WATCHED:
+        for name in WATCHED + SERVING:
             if _has_run(name):
                 registered(name)
     except Exception:  # torch turns an entry point's error into a failed `import torch`

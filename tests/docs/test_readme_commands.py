@@ -42,7 +42,7 @@ SLOW = {
     ),
     "lightning-hpu check": (
         "trains in four processes on 2 HPUs (a minute here); "
-        "tests/lightning_hpu/check/test_node_check.py runs the same command"
+        "tests/lightning_hpu/pytorch/check/test_cli.py runs the same command"
     ),
     "scripts/bridge_suite.py": (
         "needs a clone of the Intel Gaudi bridge's source, which the project's tests must not (about 80 s with one); "

@@ -2,7 +2,7 @@
 unknown command is refused as ``lightning-hpu``, naming the commands there are.
 
 The environment report's content is tested in ``support/test_env_report.py``, the node check's in
-``check/test_node_check.py``; here is the command line that leads to them.
+``pytorch/check/test_cli.py``; here is the command line that leads to them.
 """
 
 from __future__ import annotations

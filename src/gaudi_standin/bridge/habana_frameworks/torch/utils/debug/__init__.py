@@ -16,7 +16,8 @@ Who calls them: the bridge's own API-usage test scripts (HabanaAI/gaudi-pytorch-
 switches, the memory and recipe dumps, ``_set_dynamic_mode``, ``_set_module_name``, ``_hb_print``/``_hg_print``,
 ``_mem_log`` and ``_is_enabled_lazy_collectives`` in sequence; DeepSpeed's and optimum-habana's memory logging call
 ``_memstat_livealloc``; the bridge's deprecated ``core.memstat_*`` names forward to the ``_memstat_*`` ones. A script of
-that kind runs here unchanged (``tests/gaudi_standin/bridge/test_metrics_and_debug.py`` calls each of them).
+that kind runs here unchanged (``test_debug.py`` of ``tests/gaudi_standin/bridge/habana_frameworks/torch/utils/debug/``
+calls each of them).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The emulated bridge's ``utils.experimental``: device queries and the dynamicity tools, over the stand-in.
 
-The emulation modules are imported directly (not through ``habana_frameworks``), as in test_bridge_metrics_and_debug.
+The emulation modules are imported directly (not through ``habana_frameworks``), as in ``hpu/test_metrics.py``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from torch import nn
 
 from gaudi_standin.bridge.habana_frameworks.torch import hpu
 from gaudi_standin.bridge.habana_frameworks.torch.utils import experimental
+from gaudi_standin.bridge.habana_frameworks.torch.utils.experimental import detect_recompilation as dynamicity
 from lightning_hpu.runtime import settings
 
 
@@ -119,18 +120,11 @@ def test_input_hash_keys_shapes_and_autocast_not_values(standin: Any) -> None:
     assert under_autocast != hpu.input_hash((a,))
 
 
-def test_the_bridges_random_module_restores_hpu_random_numbers(standin: Any) -> None:
-    import importlib
-
-    random = importlib.import_module("habana_frameworks.torch.hpu.random")  # optimum-habana imports it by this name
-    assert hpu.random is random
-    random.manual_seed(7)
-    assert random.initial_seed() == 7
-    states = torch.hpu.get_rng_state_all()
-    first = torch.randn(4, device="hpu")
-    torch.hpu.set_rng_state_all(states)
-    assert torch.equal(torch.randn(4, device="hpu"), first)
-    random.set_rng_state(states[0])
-    assert torch.equal(torch.randn(4, device="hpu"), first)
-    torch.hpu.seed_all()
-    assert random.initial_seed() != 7
+def test_utils_experimental_serves_hpu_and_detect_recompilation() -> None:
+    assert experimental.hpu is hpu
+    assert experimental.hpu.device_count() == hpu.device_count() >= 1
+    assert experimental.detect_recompilation is dynamicity
+    assert (
+        experimental.detect_recompilation.detect_recompilation_auto_model
+        is experimental.detect_recompilation_auto_model
+    )

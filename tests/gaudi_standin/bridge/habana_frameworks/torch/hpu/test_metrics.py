@@ -1,4 +1,4 @@
-"""The emulated bridge's ``hpu.metrics``, dynamic-shape switch and ``utils.debug``, over the stand-in's counters.
+"""The emulated bridge's ``hpu.metrics``, dynamic-shape and autocast switches, over the stand-in's counters.
 
 The emulation modules are imported directly (not through ``habana_frameworks``, which would switch this test
 process to the emulated ``"hpu"`` device); ``gaudi_script_lazy.py`` imports them by the bridge's names.
@@ -16,7 +16,6 @@ from torch import nn
 
 from gaudi_standin.bridge.habana_frameworks.torch import hpu
 from gaudi_standin.bridge.habana_frameworks.torch.hpu import metrics
-from gaudi_standin.bridge.habana_frameworks.torch.utils import debug
 from gaudi_standin.emulator import dynamic_shapes
 from tests.helpers.standin import counters as standin_counters
 
@@ -121,16 +120,6 @@ def test_the_recipe_cache_metric_needs_its_variable(lazy_standin: Any, monkeypat
         pass
 
 
-def test_utils_debug_on_the_stand_in(lazy_standin: Any) -> None:
-    tensor = torch.ones(4, device=lazy_standin.torch_device())
-    assert debug.get_tensor_info(tensor) == (tensor.untyped_storage().data_ptr(), 16)
-    assert debug._get_fallback_op_count() == {}
-    debug._enable_fuse_bn_relu_optimization(False)
-    assert debug.GRAPH_PASSES["fuse_bn_relu_optimization"] is False
-    debug._set_dynamic_mode()
-    assert hpu.get_dynamic_shape_status()
-
-
 def test_autocast_state_is_the_devices_autocast(standin: Any) -> None:
     """The package's precision plugins enter the stand-in's autocast device type: that is HPU autocast here."""
     from lightning_hpu import HPUPrecision
@@ -160,41 +149,3 @@ def test_dynamic_shapes_also_key_torch_compile_recipes(standin: Any) -> None:
     assert standin_counters().compiled_recipes == 3  # one recipe for every size
 
 
-#: Arguments for the debug hooks that take any, as the bridge's own API-usage scripts pass them.
-_DEBUG_ARGUMENTS: dict[str, tuple[Any, ...]] = {
-    "_set_module_name": ("a_module",),
-    "_set_graph_pass": ("cse", False),
-    "_memstat_livealloc": ("live allocations",),
-    "_memstat_devmem_start_collect": ("start", False),
-    "_memstat_devmem_stop_collect": ("stop",),
-    "_hb_print": ("a print",),
-    "_hg_print": ("a graph print",),
-    "_mem_log": ("a memory log point",),
-    "_towl_configure": (True, ""),
-    "_towl_print": ("a trace",),
-    "load_ds_checkpoint": ("buckets.ckpt",),
-    "save_ds_checkpoint": ("buckets.ckpt",),
-}
-
-
-def test_every_debug_hook_of_the_bridge_runs_as_a_gaudi_script_calls_it(
-    lazy_standin: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import inspect
-
-    monkeypatch.setattr(debug, "GRAPH_PASSES", {})
-    hooks = {
-        name: function
-        for name, function in vars(debug).items()
-        if inspect.isfunction(function) and function.__module__ == debug.__name__ and name != "get_tensor_info"
-    }
-    assert len(hooks) >= 40
-    for name, function in sorted(hooks.items()):
-        arguments = _DEBUG_ARGUMENTS.get(name)
-        if arguments is None:
-            parameters = inspect.signature(function).parameters
-            arguments = (False,) if [p for p in parameters.values() if p.default is p.empty] else ()
-        function(*arguments)
-    assert debug.GRAPH_PASSES["replace_views"] is False  # a switch is recorded, and changes nothing else
-    assert debug._mem_log("x") is True
-    dynamic_shapes.set_enabled(False)

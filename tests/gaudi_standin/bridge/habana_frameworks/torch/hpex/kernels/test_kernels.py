@@ -1,7 +1,7 @@
-"""The emulated bridge's fused kernels: ``hpex.kernels`` (``FusedSDPA``, rotary embeddings), ``FusedRMSNorm`` and
-``utils.library_loader``, each against a computation written out here, forward and backward, on ``hpu`` tensors.
+"""The emulated bridge's fused kernels: ``hpex.kernels`` (``FusedSDPA``, rotary embeddings), each against a
+computation written out here, forward and backward, on ``hpu`` tensors; and the bridge's names of the kernel modules.
 
-The emulation modules are imported directly (not through ``habana_frameworks``), as in test_bridge_metrics_and_debug.
+The emulation modules are imported directly (not through ``habana_frameworks``), as in ``hpu/test_metrics.py``.
 """
 
 from __future__ import annotations
@@ -27,18 +27,7 @@ from gaudi_standin.bridge.habana_frameworks.torch.hpex.kernels import (
 )
 from gaudi_standin.bridge.habana_frameworks.torch.hpex.normalization import FusedRMSNorm
 from gaudi_standin.bridge.habana_frameworks.torch.utils import library_loader
-
-
-def _leaves(*tensors: Tensor) -> list[Tensor]:
-    """Fresh leaves with the same values, for a reference computation of their own."""
-    return [t.detach().clone().requires_grad_() for t in tensors]
-
-
-def _assert_grads_close(ours: list[Tensor], theirs: list[Tensor], **tol: float) -> None:
-    for mine, ref in zip(ours, theirs, strict=True):
-        assert mine.grad is not None and ref.grad is not None
-        assert mine.grad.device == mine.device
-        torch.testing.assert_close(mine.grad, ref.grad, **tol)
+from tests.helpers.gradients import assert_grads_close, fresh_leaves
 
 
 @pytest.fixture(autouse=True)
@@ -67,13 +56,6 @@ def test_the_bridge_module_names_are_served() -> None:
     }
     assert {"FusedClipNorm", "FusedRMSNorm", "RmsNormBwdMode"} <= set(normalization.__all__)
     assert issubclass(FusedSDPA, torch.autograd.Function) and issubclass(FusedRMSNorm, torch.autograd.Function)
-
-
-def test_library_loader_loads_nothing_and_finds_the_device(standin: Any) -> None:
-    assert library_loader.is_habana_available() is True
-    assert library_loader.load_habana_module() is None
-    assert library_loader.load_habana_profiler() is None
-    assert torch.ones(1, device="hpu").device.type == "hpu"
 
 
 # --- FusedSDPA ----------------------------------------------------------------------------------------------------
@@ -127,7 +109,7 @@ def test_fused_sdpa_equals_attention_by_hand_forward_and_backward(standin: Any, 
     softmax_mode = "fast" if variant == "fast_causal" else "None"
 
     out = FusedSDPA.apply(q, k, v, mask, 0.0, causal, scale, softmax_mode, recompute)
-    q2, k2, v2 = _leaves(q, k, v)
+    q2, k2, v2 = fresh_leaves(q, k, v)
     expected, _ = _attention_by_hand(q2, k2, v2, mask, causal, scale)
     assert out.device == q.device and out.shape == (2, 4, 6, 8)
     torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
@@ -135,7 +117,7 @@ def test_fused_sdpa_equals_attention_by_hand_forward_and_backward(standin: Any, 
     grad = torch.randn_like(out)
     out.backward(grad)
     expected.backward(grad)
-    _assert_grads_close([q, k, v], [q2, k2, v2], rtol=1e-4, atol=1e-5)
+    assert_grads_close([q, k, v], [q2, k2, v2], rtol=1e-4, atol=1e-5)
 
 
 def test_fused_sdpa_dropout_uses_the_mask_it_returns_in_forward_and_backward(standin: Any) -> None:
@@ -144,12 +126,12 @@ def test_fused_sdpa_dropout_uses_the_mask_it_returns_in_forward_and_backward(sta
         out, kept = FusedSDPA.apply(q, k, v, None, 0.25, True, None, "None", None, None, "left", True)
     assert kept.dtype == torch.int8 and kept.shape == (2, 4, 6, 6) and kept.device == q.device
     assert 0 < kept.float().mean().item() < 1  # some dropped, some kept
-    q2, k2, v2 = _leaves(q, k, v)
+    q2, k2, v2 = fresh_leaves(q, k, v)
     expected, _ = _attention_by_hand(q2, k2, v2, causal=True, kept=kept, p=0.25)
     torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
     out.sum().backward()
     expected.sum().backward()
-    _assert_grads_close([q, k, v], [q2, k2, v2], rtol=1e-4, atol=1e-5)
+    assert_grads_close([q, k, v], [q2, k2, v2], rtol=1e-4, atol=1e-5)
 
 
 def test_fused_sdpa_returns_the_probabilities_in_inference(standin: Any) -> None:
@@ -199,38 +181,6 @@ def test_sdp_kernel_switches_recomputation_inside_its_block() -> None:
     assert hpu.recompute_sdp_enabled() is True
 
 
-# --- FusedRMSNorm -------------------------------------------------------------------------------------------------
-def _rms_by_hand(x: Tensor, w: Tensor, eps: float) -> Tensor:
-    x32 = x.float()
-    return x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + eps) * w.float()
-
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_fused_rms_norm_equals_the_formula_forward_and_backward(standin: Any, dtype: torch.dtype) -> None:
-    torch.manual_seed(0)
-    x = (torch.randn(3, 5, 16, device="hpu") * 3).to(dtype).requires_grad_()
-    w = torch.randn(16, device="hpu").to(dtype).requires_grad_()
-    out = FusedRMSNorm.apply(x, w, 1e-6)
-    assert out.dtype == dtype and out.device == x.device
-    x2, w2 = _leaves(x, w)
-    expected = _rms_by_hand(x2, w2, 1e-6)
-    torch.testing.assert_close(out, expected.to(dtype), rtol=0, atol=0)  # fp32 inside, rounded once
-    grad = torch.randn_like(out)
-    out.backward(grad)
-    expected.backward(grad.float())
-    _assert_grads_close([x, w], [x2, w2], rtol=1e-5, atol=1e-5)
-
-
-def test_fused_rms_norm_answers_in_fp32_for_mixed_dtypes_and_keeps_devices_apart(standin: Any) -> None:
-    x = (torch.randn(4, 8, device="hpu") * 0.3).to(torch.bfloat16)
-    w = torch.rand(8, device="hpu")
-    out = FusedRMSNorm.apply(x, w, 0.1, True, normalization.RmsNormBwdMode.DEFAULT.value, True)
-    assert out.dtype == torch.float32  # as the bridge's kernel: input and weight dtypes differ
-    torch.testing.assert_close(out, _rms_by_hand(x, w, 0.1))  # an eps that counts
-    with pytest.raises(RuntimeError, match="same device"):
-        FusedRMSNorm.apply(x, w.cpu(), 1e-5)
-
-
 # --- rotary position embedding -----------------------------------------------------------------------------------
 def _rotate_half(x: Tensor) -> Tensor:
     half = x.shape[-1] // 2
@@ -244,14 +194,14 @@ def _rotate_every_two(x: Tensor) -> Tensor:
 def _check_rope(apply: Any, p: Tensor, expected_of: Any) -> None:
     """``apply(p)`` equals ``expected_of(p)`` and so does the gradient it gives ``p``."""
     out = apply(p)
-    p2 = _leaves(p)[0]
+    p2 = fresh_leaves(p)[0]
     expected = expected_of(p2)
     assert out.device == p.device
     torch.testing.assert_close(out, expected)
     grad = torch.randn_like(out)
     out.backward(grad)
     expected.backward(grad)
-    _assert_grads_close([p], [p2])
+    assert_grads_close([p], [p2])
 
 
 @pytest.mark.parametrize("offset", [0, 3])

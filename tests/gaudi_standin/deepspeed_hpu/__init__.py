@@ -1,0 +1,1 @@
+"""Tests of ``gaudi_standin.deepspeed_hpu``."""

@@ -55,23 +55,24 @@ class HPUAccelerator(Accelerator):
 
     @staticmethod
     @override
-    def parse_devices(devices: Any) -> int:
-        """Number of HPUs from an int, a string (``"2"``, ``"auto"``, ``"0,1"``), ``-1`` or a list of indices.
+    def parse_devices(devices: Any) -> HPUSelection:
+        """The HPUs ``devices`` selects, checked against the visible ones: its ``count`` is their number.
 
-        Lightning's connector gets the count here; which HPUs a list such as ``[2, 3]`` names is kept by the
-        accelerator it builds (:attr:`selection`, set by the package's connector patch), not by this class.
+        ``devices`` is what the package's connector patch read once (an :class:`HPUSelection`, passed on as it is), or
+        a value read here: an int, a string (``"2"``, ``"auto"``, ``"0,1"``), ``-1`` or a list of indices. The
+        accelerator the connector builds keeps the selection (:attr:`selection`); this class keeps nothing.
         """
-        return read_devices(devices).number(HPUAccelerator.auto_device_count())
+        return read_devices(devices).resolved(HPUAccelerator.auto_device_count())
 
     @staticmethod
     @override
     def get_parallel_devices(devices: Any) -> list[torch.device]:
-        """One torch device per process, for the HPU module each local rank drives.
+        """One torch device per process, for the number of HPUs ``devices`` selects (as for :meth:`parse_devices`).
 
         That is the unindexed ``hpu`` device: the bridge opens only the process's own module.
         """
-        backend = require_backend()
-        return backend.parallel_devices(read_devices(devices).modules(backend.device_count()))
+        count = read_devices(devices).number(HPUAccelerator.auto_device_count())
+        return require_backend().parallel_devices(count)
 
     @staticmethod
     @override

@@ -3,18 +3,21 @@ fix, and the binding of each process to the HPU that a list such as ``devices=[2
 
 A list names HPUs by their position among the visible modules (``HABANA_VISIBLE_MODULES``, or all of them).
 Each process drives one HPU, chosen by the bridge from ``HLS_MODULE_ID`` when it opens the device. The connector reads
-``devices`` into an :class:`HPUSelection` (:func:`read_devices`), which the accelerator it builds keeps
-(``HPUAccelerator.selection``): the selection belongs to that Trainer or Fabric, and nothing is kept in this module,
-so two of them in one process (or in the processes of one job) each use their own. The strategy's process-group
-set-up binds each local rank through its accelerator's selection (:meth:`HPUSelection.bind`) before the bridge opens
-the HPU.
+``devices`` once into an :class:`HPUSelection` (:func:`read_devices`) and hands that object, not the value, to
+Lightning's connector: ``HPUAccelerator.parse_devices`` checks it against the visible HPUs, ``get_parallel_devices``
+gives one device per process from its count, and the accelerator built keeps it (``HPUAccelerator.selection``), where
+the strategies and the collectives read it. The selection belongs to that Trainer or Fabric, and nothing is kept in
+this module, so two of them in one process (or in the processes of one job) each use their own. The strategy's
+process-group set-up binds each local rank through its accelerator's selection (:meth:`HPUSelection.bind`) before the
+bridge opens the HPU; a Ray worker binds to the HPU Ray assigned it. Either way the one rule of a process and its HPU
+module is :func:`bind_process_to_module`.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from lightning_hpu.runtime import HPUConfigurationError, settings
@@ -68,13 +71,11 @@ class HPUSelection:
             raise _too_many(self.devices, wanted, available)
         return self.count
 
-    def modules(self, installed: int) -> list[int]:
-        """The HPU module of each local rank: the listed ones, else the first visible ones (checked against the
-        ``installed`` HPUs the backend sees)."""
-        count = self.number(installed)
-        visible = settings.visible_modules(installed)
-        positions = list(self.indices) if self.indices is not None else list(range(count))
-        return [visible[position] for position in positions if position < len(visible)]
+    def resolved(self, available: int | None) -> HPUSelection:
+        """This selection with its number of HPUs known (``"auto"``: every visible one), checked against the
+        ``available`` visible HPUs (:meth:`number`)."""
+        count = self.number(available)
+        return self if count == self.count else replace(self, count=count)
 
     def bind(self, local_rank: int, installed: int) -> int | None:
         """Bind this process to the HPU its local rank has in the ``devices`` list; return its module id.
@@ -98,21 +99,32 @@ class HPUSelection:
                 f" ({settings.VISIBLE_MODULES_ENV} = {visible}); name visible HPUs, or widen"
                 f" {settings.VISIBLE_MODULES_ENV}."
             )
-        module = visible[index]
-        bound = settings.bound_module()
-        if bound is not None and bound != module:
-            raise HPUConfigurationError(
-                f"`devices={shown}` binds local rank {local_rank} to HPU module {module}, but"
-                f" {settings.MODULE_ID_ENV}={bound} already binds this process to module {bound}; unset"
-                f" {settings.MODULE_ID_ENV}, or pass devices as a count."
-            )
-        os.environ[settings.MODULE_ID_ENV] = str(module)
-        from lightning_hpu.runtime import get_backend
+        return bind_process_to_module(
+            visible[index], f"`devices={shown}` binds local rank {local_rank}", ", or pass devices as a count"
+        )
 
-        backend = get_backend()
-        if backend is not None:
-            backend.follow_binding()
-        return module
+
+def bind_process_to_module(module: int, by: str, fix: str) -> int:
+    """Bind this process to HPU ``module`` (the bridge's ``HLS_MODULE_ID``, which ``initialize_distributed_hpu``
+    keeps and the bridge reads when the process opens its HPU); return ``module``.
+
+    One process drives one HPU module: a process already bound to another one is refused, naming who asked for the
+    binding (``by``) and what else to do (``fix``, after "unset HLS_MODULE_ID"). The selection's
+    :meth:`HPUSelection.bind` and Ray's workers (:mod:`lightning_hpu.pytorch.ray.worker`) bind through here.
+    """
+    bound = settings.bound_module()
+    if bound is not None and bound != module:
+        raise HPUConfigurationError(
+            f"{by} to HPU module {module}, but {settings.MODULE_ID_ENV}={bound} already binds this process to module"
+            f" {bound}: unset {settings.MODULE_ID_ENV}{fix}."
+        )
+    os.environ[settings.MODULE_ID_ENV] = str(module)
+    from lightning_hpu.runtime import get_backend
+
+    backend = get_backend()
+    if backend is not None:
+        backend.follow_binding()
+    return module
 
 
 def selection_of(strategy: Any) -> HPUSelection | None:
@@ -135,7 +147,10 @@ def _visible_count() -> int | None:
 def read_devices(devices: Any) -> HPUSelection:
     """Read ``devices`` (an int, ``-1``, ``"auto"``, a string such as ``"2"`` or ``"0,1"``, or a list of HPU indices)
     into an :class:`HPUSelection`, refusing what can never name HPUs (0, negative counts, floats, empty lists) before
-    anything starts; :meth:`HPUSelection.number` then checks it against the visible HPUs."""
+    anything starts; :meth:`HPUSelection.number` then checks it against the visible HPUs. A selection is returned as it
+    is: it was read already."""
+    if isinstance(devices, HPUSelection):
+        return devices
     try:
         return _parse(devices, count=None)
     except ValueError:

@@ -130,41 +130,45 @@ def choose_auto_accelerator(side: ConnectorSide, original: _Wrapped) -> _Wrapped
     return wrapper
 
 
-#: The connector's attribute for what ``devices`` selected, from :func:`check_devices` to :func:`init_accelerator`.
-SELECTION_ATTRIBUTE = "_hpu_selection"
-
-
 def check_devices(side: ConnectorSide, original: _Wrapped) -> _Wrapped:
-    """``devices`` read for HPU, once, refusing what never names HPUs before anything starts; a strategy's own device
-    count stands in for ``devices="auto"``."""
+    """``devices`` read for HPU, once (:func:`read_hpu_devices`), refusing what never names HPUs before anything
+    starts; Lightning's connector goes on with the :class:`HPUSelection` in place of the value."""
 
     def wrapper(self: Any, devices: Any, num_nodes: int) -> None:
-        named = getattr(self._strategy_flag, "_requested_devices", None)
-        if devices == "auto" and named is not None:
-            # As Lightning does for a strategy's ``parallel_devices``: they, not "auto", set the HPU count.
-            devices = named
-        if is_hpu(self._accelerator_flag):
-            setattr(self, SELECTION_ATTRIBUTE, read_devices(devices))
-        original(self, devices, num_nodes)
+        if not is_hpu(self._accelerator_flag):
+            original(self, devices, num_nodes)
+            return
+        selection = read_hpu_devices(self, devices)
+        original(self, devices, num_nodes)  # Lightning's own checks of ``devices`` and ``num_nodes``
+        self._devices_flag = selection
 
     return wrapper
 
 
+def read_hpu_devices(connector: Any, devices: Any) -> HPUSelection:
+    """The one reading of ``devices`` for an HPU accelerator (:func:`read_devices`); a strategy's own device count
+    stands in for ``devices="auto"``, as Lightning's ``parallel_devices`` do.
+
+    The selection is what Lightning's connector then hands to ``HPUAccelerator.parse_devices`` (which checks it
+    against the visible HPUs) and ``get_parallel_devices`` (one device per process), and what the accelerator keeps
+    (:func:`init_accelerator`) for the strategies, the collectives and the binding of each process.
+    """
+    named = getattr(connector._strategy_flag, "_requested_devices", None)
+    return read_devices(named if devices == "auto" and named is not None else devices)
+
+
 def init_accelerator(side: ConnectorSide, original: _Wrapped) -> _Wrapped:
-    """An HPU accelerator without an HPU fails here, with one sentence; the HPUs ``devices`` selected (read by
-    :func:`check_devices`, or here when the accelerator was ``"auto"``) are counted against the visible ones, and the
-    accelerator built keeps them (``HPUAccelerator.selection``): they belong to this Trainer or Fabric."""
+    """An HPU accelerator without an HPU fails here, with one sentence; the accelerator built keeps the selection that
+    Lightning's connector checked (``HPUAccelerator.selection``): it belongs to this Trainer or Fabric."""
 
     def wrapper(self: Any) -> None:
         if not is_hpu(self._accelerator_flag):
             original(self)
             return
         require_backend()
-        selection: HPUSelection = vars(self).pop(SELECTION_ATTRIBUTE, None) or read_devices(self._devices_flag)
-        self._devices_flag = selection.number(HPUAccelerator.auto_device_count())  # Lightning goes on with the count
-        original(self)
-        if isinstance(self.accelerator, HPUAccelerator):
-            self.accelerator.selection = selection
+        original(self)  # ``parse_devices`` checks the selection against the visible HPUs, and keeps it resolved
+        if isinstance(self.accelerator, HPUAccelerator) and isinstance(self._devices_flag, HPUSelection):
+            self.accelerator.selection = self._devices_flag
 
     return wrapper
 

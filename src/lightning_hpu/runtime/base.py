@@ -108,12 +108,12 @@ class HPUBackend(ABC):
     def torch_device(self) -> torch.device:
         """The torch device that tensors of this process live on."""
 
-    def parallel_devices(self, modules: list[int]) -> list[torch.device]:
-        """The torch device of each local process, given the HPU module each one drives.
+    def parallel_devices(self, count: int) -> list[torch.device]:
+        """The torch device of each of ``count`` local processes (one HPU module each).
 
         On a Gaudi every process opens only its own module, which it addresses as the unindexed ``hpu`` device.
         """
-        return [self.torch_device()] * len(modules)
+        return [self.torch_device()] * count
 
     def close(self) -> None:  # noqa: B027 (optional hook, no-op by default)
         """Stop what this backend runs in the background (it is being replaced, see ``reset_backend``)."""

@@ -22,7 +22,7 @@ from tests.helpers.trainer import quiet_trainer
 def test_parse_devices(monkeypatch: pytest.MonkeyPatch, devices: object, expected: int) -> None:
     monkeypatch.setenv("LIGHTNING_HPU_CPU_DEVICES", "3")
     reset_backend()
-    assert HPUAccelerator.parse_devices(devices) == expected
+    assert HPUAccelerator.parse_devices(devices).count == expected
     assert len(HPUAccelerator.get_parallel_devices(devices)) == expected
 
 

@@ -15,6 +15,7 @@ from lightning.fabric import Fabric
 
 from lightning_hpu import HPUAccelerator
 from lightning_hpu.device import selection
+from lightning_hpu.device.accelerator import HPUAccelerator as FabricHPUAccelerator
 from lightning_hpu.device.selection import HPUSelection, selection_of
 from lightning_hpu.distributed.hccl import hccl_backend_name
 from lightning_hpu.runtime import get_backend
@@ -90,5 +91,13 @@ def test_devices_are_read_once_per_trainer_or_fabric(
         return parse(devices, count)
 
     monkeypatch.setattr(selection, "_parse", counted)
-    build(accelerator="hpu", devices=[0, 2])
-    assert reads.count([0, 2]) == 1, reads  # Lightning's connector goes on with the count it was handed
+    given: list[Any] = []
+    parse_devices = FabricHPUAccelerator.parse_devices
+    recorded = staticmethod(lambda devices: given.append(devices) or parse_devices(devices))
+    monkeypatch.setattr(FabricHPUAccelerator, "parse_devices", recorded)  # the Trainer's extends it
+    built = build(accelerator="hpu", devices=[0, 2])
+    assert reads == [[0, 2]]  # read once, and nothing read again: not a count, not a list
+    # Lightning's connector is handed the selection, and the accelerator keeps what it checked of it.
+    assert given == [HPUSelection([0, 2], 2, (0, 2))] and isinstance(given[0], HPUSelection)
+    assert built.accelerator.selection == given[0]
+    assert [device.type for device in built.strategy.parallel_devices] == ["hpu", "hpu"]

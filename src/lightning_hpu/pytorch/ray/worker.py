@@ -7,13 +7,12 @@ training function runs, with ``TorchConfig(backend=...)``: on HPU it must be ``"
 
 from __future__ import annotations
 
-import os
-
 import ray
 import ray.train
 import torch.distributed as dist
 
-from lightning_hpu.runtime import HPUConfigurationError, require_backend, settings
+from lightning_hpu.device.selection import bind_process_to_module
+from lightning_hpu.runtime import HPUConfigurationError, require_backend
 
 #: Ray's resource name of Gaudi HPUs.
 HPU_RESOURCE = "HPU"
@@ -37,16 +36,10 @@ def bind_to_assigned_hpu() -> int:
     The bridge would otherwise bind a distributed process to the HPU its *local rank* names among the visible ones,
     and Ray shows each worker only its own HPU.
     """
-    module = assigned_hpu_module()
-    bound = settings.bound_module()
-    if bound is not None and bound != module:
-        raise HPUConfigurationError(
-            f"{settings.MODULE_ID_ENV}={bound} binds this Ray worker to HPU module {bound}, but Ray assigned it module"
-            f" {module}; unset {settings.MODULE_ID_ENV} in the workers' environment."
-        )
-    os.environ[settings.MODULE_ID_ENV] = str(module)
-    require_backend().follow_binding()
-    return module
+    require_backend()  # a worker without an HPU backend fails here, with its sentence
+    return bind_process_to_module(
+        assigned_hpu_module(), "Ray assigned this worker", " in the workers' environment"
+    )
 
 
 def world_shape() -> tuple[int, int]:

@@ -200,9 +200,10 @@ class ContextParallelHooks(StrategyMethods):
     _tensor_parallel_size: Any
     _device_mesh: Any
 
-    def __init__(self, *args: Any, context_parallel_size: int = 1, **kwargs: Any) -> None:
-        """Lightning's ``ModelParallelStrategy`` arguments as Lightning takes them, and ``context_parallel_size``."""
-        super().__init__(*args, **kwargs)
+    def __init__(self, *args: Any, context_parallel_size: int, **lightning_kwargs: Any) -> None:
+        """``context_parallel_size``, and Lightning's ``ModelParallelStrategy`` arguments passed on as given (each
+        ``HPUModelParallelStrategy`` declares them all in its own signature)."""
+        super().__init__(*args, **lightning_kwargs)
         self._context_parallel_size = context_parallel_size
 
     @override

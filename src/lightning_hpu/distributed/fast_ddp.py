@@ -7,11 +7,13 @@ optimizer step the gradients are averaged with one pre-scaled all-reduce per dty
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import torch
+from torch.nn.parallel import DistributedDataParallel
 from torch.optim import Optimizer
 from typing_extensions import override
 
@@ -19,6 +21,43 @@ from lightning_hpu.distributed.flat_gradients import OptimizerGradients, all_red
 from lightning_hpu.distributed.hccl import with_gaudi_ddp_defaults
 from lightning_hpu.distributed.start_methods import check_start_method
 from lightning_hpu.distributed.strategy_methods import StrategyMethods
+
+#: ``reduce_dtype`` by name, as a LightningCLI file gives it (``reduce_dtype: bfloat16``).
+ReduceDtypeName = Literal["bfloat16", "float32"]
+
+
+def as_reduce_dtype(reduce_dtype: torch.dtype | str | None) -> torch.dtype | None:
+    """``reduce_dtype`` as a torch dtype: a name (``"bfloat16"``, from a config file) is looked up in ``torch``."""
+    if isinstance(reduce_dtype, str):
+        dtype = getattr(torch, reduce_dtype, None)
+        if not isinstance(dtype, torch.dtype):
+            raise ValueError(f"reduce_dtype={reduce_dtype!r} is not a torch dtype; use 'bfloat16', 'float32' or None.")
+        return dtype
+    return reduce_dtype
+
+
+@functools.cache
+def _ddp_keywords() -> frozenset[str]:
+    """The keyword arguments ``DistributedDataParallel`` takes besides those Lightning passes itself."""
+    parameters = inspect.signature(DistributedDataParallel.__init__).parameters
+    return frozenset(parameters) - {"self", "module", "device_ids"}
+
+
+def chosen_ddp_kwargs(owner: str, declared: Mapping[str, Any], others: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``DistributedDataParallel`` keywords the user chose, by name.
+
+    ``declared`` are the ones ``owner``'s signature names (``bucket_cap_mb``, ...), where ``None`` means not chosen
+    (the Gaudi default, else DDP's): so LightningCLI, which passes every parameter it sees with its default, chooses
+    none of them. ``others`` are ``owner``'s ``**kwargs``, passed on as given; a name DDP does not take is refused
+    here, before any work starts.
+    """
+    unknown = sorted(set(others) - _ddp_keywords())
+    if unknown:
+        raise TypeError(
+            f"{owner}({unknown[0]}=...): {unknown[0]!r} is an argument neither of {owner} nor of torch's"
+            " DistributedDataParallel; check its spelling against their signatures."
+        )
+    return {**{name: value for name, value in declared.items() if value is not None}, **others}
 
 
 def ddp_arguments(
@@ -82,7 +121,12 @@ def register_parallel_names(strategy_cls: type, strategy_registry: Any) -> None:
 
 class FastDDPHooks(StrategyMethods):
     """What both ``HPUParallelStrategy`` classes (Trainer and Fabric) keep of their options, the fast-DDP gradient
-    buffers they release at teardown, and the names they register. Mix it in first."""
+    buffers they release at teardown, and the names they register. Mix it in first.
+
+    Each ``HPUParallelStrategy`` declares every argument it takes in its own signature (so ``help()``, editors and
+    LightningCLI see them) and hands them here by kind: the fast-DDP options, the ``DistributedDataParallel`` keywords
+    the user chose (:func:`chosen_ddp_kwargs`) and Lightning's ``DDPStrategy`` arguments, passed on as given.
+    """
 
     strategy_name = "hpu_parallel"
 
@@ -91,30 +135,25 @@ class FastDDPHooks(StrategyMethods):
 
     def __init__(
         self,
-        *args: Any,
-        fast_ddp: bool = False,
-        reduce_dtype: torch.dtype | None = None,
-        start_method: str = "popen",
-        pipeline_forward_backward: bool = False,
-        **kwargs: Any,
+        *,
+        fast_ddp: bool,
+        reduce_dtype: torch.dtype | str | None,
+        pipeline_forward_backward: bool,
+        ddp_kwargs: Mapping[str, Any],
+        start_method: str,
+        **lightning_kwargs: Any,
     ) -> None:
-        """Lightning's ``DDPStrategy`` takes its own arguments as given; keywords it does not name are
-        ``DistributedDataParallel``'s, checked against the fast-DDP options first."""
+        """``ddp_kwargs`` are the ``DistributedDataParallel`` keywords chosen; ``lightning_kwargs`` Lightning's
+        ``DDPStrategy`` arguments, checked against the fast-DDP options first."""
         check_start_method(start_method, type(self).__name__)
-        lightning_names = {
-            name
-            for name, parameter in inspect.signature(super().__init__).parameters.items()
-            if parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
-        }
-        own = {name: value for name, value in kwargs.items() if name in lightning_names}
-        wrapper_only = {name: own[name] for name in self._WRAPPER_ONLY if name in own}
-        ddp_kwargs = {name: value for name, value in kwargs.items() if name not in lightning_names}
-        kwargs = {**own, **ddp_arguments(fast_ddp, reduce_dtype, ddp_kwargs, wrapper_only)}
-        super().__init__(*args, start_method=start_method, **kwargs)
+        dtype = as_reduce_dtype(reduce_dtype)
+        wrapper_only = {name: lightning_kwargs[name] for name in self._WRAPPER_ONLY if name in lightning_kwargs}
+        kwargs = {**lightning_kwargs, **ddp_arguments(fast_ddp, dtype, ddp_kwargs, wrapper_only)}
+        super().__init__(start_method=start_method, **kwargs)
         self.fast_ddp = fast_ddp
-        self.reduce_dtype = reduce_dtype
+        self.reduce_dtype = dtype
         self.pipeline_forward_backward = pipeline_forward_backward
-        self._fast_gradients = FastDDPGradients(reduce_dtype)
+        self._fast_gradients = FastDDPGradients(dtype)
 
     @override
     def teardown(self) -> None:

@@ -18,9 +18,10 @@ class SingleHPUHooks(StrategyMethods):
 
     strategy_name = "hpu_single"
 
-    def __init__(self, device: Any = None, *args: Any, pipeline_forward_backward: bool = False, **kwargs: Any) -> None:
-        """``device`` (the HPU of this process by default) and the rest of Lightning's arguments, as Lightning's."""
-        super().__init__(single_process_device(device), *args, **kwargs)
+    def __init__(self, device: Any, *, pipeline_forward_backward: bool, **lightning_kwargs: Any) -> None:
+        """``device`` (``None``: the HPU of this process) and the rest of Lightning's arguments, by name; each
+        ``SingleHPUStrategy`` declares them all in its own signature."""
+        super().__init__(single_process_device(device), **lightning_kwargs)
         self.pipeline_forward_backward = pipeline_forward_backward
 
 

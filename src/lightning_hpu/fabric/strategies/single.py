@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import torch
+from lightning.fabric.accelerators import Accelerator
+from lightning.fabric.plugins import CheckpointIO, Precision
 from lightning.fabric.strategies import SingleDeviceStrategy
 from lightning.fabric.strategies.registry import _StrategyRegistry
 from typing_extensions import override
@@ -20,9 +23,26 @@ class SingleHPUStrategy(SingleHPUHooks, FabricHPUStrategyHooks, FabricFusedClipH
             optimum-habana's ``pipelining_fwd_bwd`` does in lazy mode.
     """
 
+    def __init__(
+        self,
+        device: torch.device | str | int | None = None,
+        accelerator: Accelerator | None = None,
+        checkpoint_io: CheckpointIO | None = None,
+        precision: Precision | None = None,
+        *,
+        pipeline_forward_backward: bool = False,
+    ) -> None:
+        super().__init__(
+            device,
+            pipeline_forward_backward=pipeline_forward_backward,
+            accelerator=accelerator,
+            checkpoint_io=checkpoint_io,
+            precision=precision,
+        )
+
     @classmethod
     @override
     def register_strategies(cls, strategy_registry: _StrategyRegistry) -> None:
+        # lightning-habana's Fabric name for it, "single_hpu", is not registered: it works where an HPU is asked for
+        # (lightning_hpu.integration.strategy_names.HPU_ONLY_NAMES), and a CPU program's registry stays Lightning's.
         strategy_registry.register(cls.strategy_name, cls, description=f"{cls.__name__}: one HPU")
-        # lightning-habana's Fabric name for it.
-        strategy_registry.register("single_hpu", cls, description=f"{cls.__name__}: one HPU (lightning-habana's name)")

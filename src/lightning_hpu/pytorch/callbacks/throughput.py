@@ -39,7 +39,8 @@ class HPUThroughputMonitor(ThroughputMonitor):
         exclude_logging_and_saving: leave the time the loggers and checkpoint saves take out of the training time
             (optimum-habana's ``adjust_throughput``; validation time is always left out). The seconds left out are
             in :attr:`excluded_seconds`.
-        **kwargs: passed to Lightning's ``Throughput`` (``window_size``, ``separator``).
+        window_size, separator: Lightning's ``Throughput``'s (batches the rates are averaged over; the separator of
+            the logged names).
     """
 
     def __init__(
@@ -49,7 +50,8 @@ class HPUThroughputMonitor(ThroughputMonitor):
         warmup_steps: int = 3,
         available_flops: float | None = None,
         exclude_logging_and_saving: bool = False,
-        **kwargs: Any,
+        window_size: int = 100,
+        separator: str = "/",
     ) -> None:
         if available_flops is not None and (
             isinstance(available_flops, bool) or not isinstance(available_flops, (int, float)) or available_flops <= 0
@@ -58,7 +60,7 @@ class HPUThroughputMonitor(ThroughputMonitor):
                 "`available_flops` must be a positive number of FLOPs per second (e.g. 432e12),"
                 f" not {available_flops!r}."
             )
-        super().__init__(batch_size_fn=batch_size_fn, length_fn=length_fn, **kwargs)
+        super().__init__(batch_size_fn=batch_size_fn, length_fn=length_fn, window_size=window_size, separator=separator)
         self.warmup_steps = check_warmup_steps(warmup_steps)
         self._available_flops_override = available_flops
         self._warmup_seen: dict[Any, int] = {}

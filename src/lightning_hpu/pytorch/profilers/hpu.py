@@ -62,32 +62,50 @@ class HPUProfiler(PyTorchProfiler):
         row_limit: Rows in each table of the summary; ``-1`` for all.
         sort_by_key: Column Lightning's table of all events is sorted by.
         record_module_names: Add a range around each submodule's forward.
+        emit_nvtx: Refused when ``True``: NVTX ranges exist only on CUDA (kept in Lightning's place for positional
+            arguments).
         table_kwargs: More keyword arguments for Lightning's table.
         training_steps: ``(warmup, active)``: warm up for the first ``warmup`` training steps, record the next
             ``active`` ones, then no more (optimum-habana's ``profiling_warmup_steps``, ``profiling_steps``).
         evaluation_steps: the same for validation and test steps (``profiling_warmup_steps_eval``,
             ``profiling_steps_eval``). Neither can be combined with ``schedule``. One torch profiler records both
             kinds, so the two windows must not overlap: let the training window end before the first validation.
-        **kwargs: the rest of Lightning's ``PyTorchProfiler`` arguments above (keywords only), then keyword
-            arguments for :class:`torch.profiler.profile` (``schedule``, ``activities``, ``record_shapes``,
-            ``profile_memory``, ``with_stack``, ...).
+        **profiler_kwargs: keyword arguments for :class:`torch.profiler.profile` (``schedule``, ``activities``,
+            ``record_shapes``, ``profile_memory``, ``with_stack``, ...), as Lightning's.
     """
 
     def __init__(
         self,
         dirpath: str | Path | None = None,
         filename: str | None = None,
+        group_by_input_shapes: bool = False,
+        emit_nvtx: bool = False,
+        export_to_chrome: bool = True,
+        row_limit: int = 20,
+        sort_by_key: str | None = None,
+        record_module_names: bool = True,
+        table_kwargs: dict[str, Any] | None = None,
         *,
         training_steps: tuple[int, int] | None = None,
         evaluation_steps: tuple[int, int] | None = None,
-        **kwargs: Any,
+        **profiler_kwargs: Any,
     ) -> None:
-        schedule_given = "schedule" in kwargs
-        emit_nvtx = kwargs.pop("emit_nvtx", False)
+        schedule_given = "schedule" in profiler_kwargs
         #: The activities the user asked for, or ``None`` to choose them from the accelerator when profiling starts.
-        self._requested_activities: list[Any] | None = kwargs.get("activities")
+        self._requested_activities: list[Any] | None = profiler_kwargs.get("activities")
         self._schedule_replaced = False
-        super().__init__(dirpath, filename, emit_nvtx=False, **kwargs)
+        super().__init__(
+            dirpath,
+            filename,
+            group_by_input_shapes=group_by_input_shapes,
+            emit_nvtx=False,
+            export_to_chrome=export_to_chrome,
+            row_limit=row_limit,
+            sort_by_key=sort_by_key,
+            record_module_names=record_module_names,
+            table_kwargs=table_kwargs,
+            **profiler_kwargs,
+        )
         # Checked once Lightning's attributes exist (its ``__del__`` needs them), before anything is recorded.
         self._stage_schedules = stage_schedules(
             training_steps=check_steps("training_steps", training_steps),

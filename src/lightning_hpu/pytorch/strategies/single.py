@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+import lightning.pytorch as pl
+import torch
+from lightning.fabric.plugins import CheckpointIO
+from lightning.pytorch.plugins.precision import Precision
 from lightning.pytorch.strategies import SingleDeviceStrategy
 from lightning.pytorch.strategies.strategy import _StrategyRegistry
 from typing_extensions import override
@@ -25,9 +27,24 @@ class SingleHPUStrategy(SingleHPUHooks, HPUStrategyHooks, LastBatchHooks, Single
             from the start of the epoch, ``"drop"`` it, ``"keep"`` it, or ``"warn"`` once and keep it.
     """
 
-    def __init__(self, *args: Any, last_batch: LastBatch = "warn", **kwargs: Any) -> None:
+    def __init__(
+        self,
+        device: torch.device | str | int | None = None,
+        accelerator: pl.accelerators.Accelerator | None = None,
+        checkpoint_io: CheckpointIO | None = None,
+        precision_plugin: Precision | None = None,
+        *,
+        pipeline_forward_backward: bool = False,
+        last_batch: LastBatch = "warn",
+    ) -> None:
         self.last_batch = check_last_batch(last_batch)
-        super().__init__(*args, **kwargs)
+        super().__init__(
+            device,
+            pipeline_forward_backward=pipeline_forward_backward,
+            accelerator=accelerator,
+            checkpoint_io=checkpoint_io,
+            precision_plugin=precision_plugin,
+        )
 
     @classmethod
     @override

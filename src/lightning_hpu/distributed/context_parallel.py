@@ -200,7 +200,7 @@ class ContextParallelHooks(StrategyMethods):
     _tensor_parallel_size: Any
     _device_mesh: Any
 
-    def __init__(self, *args: Any, context_parallel_size: int, **lightning_kwargs: Any) -> None:
+    def __init__(self, *args: Any, context_parallel_size: int = 1, **lightning_kwargs: Any) -> None:
         """``context_parallel_size``, and Lightning's ``ModelParallelStrategy`` arguments passed on as given (each
         ``HPUModelParallelStrategy`` declares them all in its own signature)."""
         super().__init__(*args, **lightning_kwargs)

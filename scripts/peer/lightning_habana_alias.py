@@ -2,7 +2,7 @@
 
 It renames the package and nothing else: every name of ``lightning_habana.X`` is read from ``lightning_hpu.X``,
 which lightning-hpu provides for every module path of lightning-habana 1.7
-(:mod:`lightning_hpu.support.lightning_habana_paths`), as a user who replaced ``lightning_habana`` with
+(:mod:`lightning_hpu.support.old_paths`), as a user who replaced ``lightning_habana`` with
 ``lightning_hpu`` in their imports gets. The only additions are two private names of lightning-habana that its tests
 import (a DeepSpeed availability flag and a type), which no user code should need. Loaded with
 ``pytest -p lightning_habana_alias`` before the suite's conftest imports ``lightning_habana``.
@@ -24,7 +24,7 @@ os.environ.setdefault("LIGHTNING_HPU_BACKEND", "cpu")
 OLD, NEW = "lightning_habana", "lightning_hpu"
 
 #: lightning-habana's private names that its tests import, by module (renamed), and their values here (targets as
-#: in :mod:`lightning_hpu.support.lightning_habana_paths`: ``"module:attribute"``, or a function computing the value).
+#: in :mod:`lightning_hpu.support.old_paths`: ``"module:attribute"``, or a function computing the value).
 PRIVATE: dict[str, dict[str, Any]] = {
     "lightning_hpu.pytorch.strategies.deepspeed": {
         "_HPU_DEEPSPEED_AVAILABLE": lambda: importlib.util.find_spec("deepspeed") is not None,
@@ -46,10 +46,10 @@ class _RenamingFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
         if not (fullname == OLD or fullname.startswith(OLD + ".")):
             return None
-        from lightning_hpu.support.lightning_habana_paths import DATA_PACKAGES, data_package_spec
+        from lightning_hpu.support.old_paths import HABANA_DATA_PACKAGES, data_package_spec
 
-        if _renamed(fullname) in DATA_PACKAGES:  # files are read from it: the package's own files
-            return data_package_spec(fullname, DATA_PACKAGES[_renamed(fullname)])
+        if _renamed(fullname) in HABANA_DATA_PACKAGES:  # files are read from it: the package's own files
+            return data_package_spec(fullname, HABANA_DATA_PACKAGES[_renamed(fullname)])
         return importlib.machinery.ModuleSpec(fullname, _RenamingFinder, is_package=True)
 
     @staticmethod
@@ -64,7 +64,7 @@ class _RenamingFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
         def lookup(attribute: str) -> Any:
             if attribute in private:
-                from lightning_hpu.support.lightning_habana_paths import resolve
+                from lightning_hpu.support.old_paths import resolve
 
                 return resolve(private[attribute])
             if real is None:

@@ -63,8 +63,7 @@ from lightning_hpu.runtime import (
     hpu_expected,
 )
 from lightning_hpu.runtime.recipe_cache import RecipeCache, apply_recipe_cache_from_env
-from lightning_hpu.support.lightning_habana_paths import install as install_habana_paths
-from lightning_hpu.support.moved_paths import install as install_moved_paths
+from lightning_hpu.support.old_paths import install as install_old_paths
 from lightning_hpu.support.user_errors import run_script
 from lightning_hpu.support.versions import PACKAGE_VERSION, UntestedVersionWarning, warn_if_untested
 
@@ -145,8 +144,7 @@ __all__ = [
 
 if hpu_expected():  # where lightning-hpu is merely installed (a CPU or CUDA machine), it stays silent
     warn_if_untested()
-install_habana_paths()
-install_moved_paths()
+install_old_paths()
 with contextlib.suppress(HPUConfigurationError):  # a bad LIGHTNING_HPU_RECIPE_CACHE is refused where HPUs are asked for
     apply_recipe_cache_from_env()
 register_all()

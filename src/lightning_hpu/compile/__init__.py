@@ -7,7 +7,7 @@ and ``support``.
 """
 
 from lightning_hpu.runtime.compile_backend import CompileInLazyModeError
-from lightning_hpu.support.moved_paths import moved_names_of
+from lightning_hpu.support.old_paths import moved_names_of
 
 __all__ = ["CompileInLazyModeError"]
 

@@ -23,6 +23,6 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    from lightning_hpu.support import lightning_habana_paths
+    from lightning_hpu.support import old_paths
 
-    return lightning_habana_paths.module_getattr(__name__, lightning_habana_paths.FABRIC_PACKAGE_NAMES)(name)
+    return old_paths.module_getattr(__name__, old_paths.HABANA_FABRIC_PACKAGE)(name)

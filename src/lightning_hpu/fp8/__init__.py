@@ -8,7 +8,7 @@ this package, ``device``, ``runtime`` and ``support``.
 
 from lightning_hpu.fp8.engine import LayerFilter, make_recipe, replace_linear_layers
 from lightning_hpu.fp8.inference import fp8_finish_measurement, fp8_measure, fp8_quantize
-from lightning_hpu.support.moved_paths import moved_names_of
+from lightning_hpu.support.old_paths import moved_names_of
 
 __all__ = [
     "LayerFilter",

@@ -14,7 +14,7 @@ from lightning_hpu.hpu_graphs.capture import HPUGraph, graph
 from lightning_hpu.hpu_graphs.rules import HPUGraphsUnavailableError
 from lightning_hpu.hpu_graphs.wrappers import ModuleCacher, make_graphed_callables, wrap_in_hpu_graph
 from lightning_hpu.runtime.graph_options import GraphedCallablesOptions, InferenceGraphOptions, ModuleCacherOptions
-from lightning_hpu.support.moved_paths import moved_names_of
+from lightning_hpu.support.old_paths import moved_names_of
 
 __all__ = [
     "GraphedCallablesOptions",

@@ -8,7 +8,7 @@ Imports (the layering test checks this paragraph): of Lightning, ``lightning.pyt
 
 from lightning_hpu.device.finite_mean import FiniteMean
 from lightning_hpu.optimum.gaudi_config import GaudiConfig
-from lightning_hpu.support.moved_paths import moved_names_of
+from lightning_hpu.support.old_paths import moved_names_of
 
 __all__ = ["FiniteMean", "GaudiConfig"]
 

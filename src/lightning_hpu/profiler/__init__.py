@@ -7,7 +7,7 @@ this package, ``runtime`` and ``support``.
 
 from lightning_hpu.profiler.environment import HABANA_PROFILE_ENV, check_habana_profile
 from lightning_hpu.profiler.report import OperatorCost
-from lightning_hpu.support.moved_paths import moved_names_of
+from lightning_hpu.support.old_paths import moved_names_of
 
 __all__ = ["HABANA_PROFILE_ENV", "OperatorCost", "check_habana_profile"]
 

@@ -9,7 +9,7 @@ this package, ``check``, ``checkpoint``, ``compile``, ``device``, ``distributed`
 ``precision``, ``profiler``, ``runtime`` and ``support``.
 """
 
-from lightning_hpu.support.lightning_habana_paths import names_of
+from lightning_hpu.support.old_paths import names_of
 
 #: lightning-habana's names of this module path (docs/guide/coming-from-lightning-habana.md), read when first asked.
 __getattr__ = names_of(__name__)

@@ -1,5 +1,4 @@
-"""lightning-habana's module paths under ``lightning_hpu`` (``lightning_hpu.support.lightning_habana_paths``), and the
-peer
+"""lightning-habana's module paths under ``lightning_hpu`` (``lightning_hpu.support.old_paths``), and the peer
 suite's renaming layer (``scripts/peer/lightning_habana_alias.py``), which renames the package and nothing else.
 
 A lightning-habana user replaces ``lightning_habana`` with ``lightning_hpu`` in their imports; every module path of
@@ -71,13 +70,13 @@ def test_every_lightning_habana_module_path_serves_its_names_from_the_package(st
     import lightning_hpu
     from lightning_hpu.fabric.strategies import HPUFSDPStrategy as FabricFSDP
     from lightning_hpu.fabric.strategies import HPUParallelStrategy as FabricParallel
-    from lightning_hpu.support.lightning_habana_paths import MODULES
+    from lightning_hpu.support.old_paths import HABANA_MODULES
 
     for module_name, names in LIGHTNING_HABANA_IMPORTS.items():
         module = importlib.import_module(module_name)
         for name in names:
             assert getattr(module, name) is not None, f"{module_name}.{name}"
-    for module_name, table in MODULES.items():
+    for module_name, table in HABANA_MODULES.items():
         module = importlib.import_module(module_name)
         if getattr(module, "__file__", None) is None:  # served by the path finder; else a module of the package
             assert sorted(module.__all__) == sorted(table)

@@ -1,4 +1,4 @@
-"""lightning-hpu 0.1.0's module paths (``lightning_hpu.support.moved_paths``): every module of 0.1.0 still imports, one
+"""lightning-hpu 0.1.0's module paths (``lightning_hpu.support.old_paths``): every module of 0.1.0 still imports, one
 that moved with a ``DeprecationWarning`` naming its new path (attributed to the importing line, where Python shows it),
 and each name of 0.1.0's API reference and examples it exported is the object the package exports today."""
 
@@ -14,7 +14,7 @@ import pytest
 
 import lightning_hpu
 from lightning_hpu import data, hpu_graphs
-from lightning_hpu.support.moved_paths import MOVED_MODULES, MOVED_NAMES
+from lightning_hpu.support.old_paths import MOVED_MODULES, MOVED_NAMES
 from tests.helpers.paths import DATA
 
 

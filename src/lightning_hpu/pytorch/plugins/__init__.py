@@ -6,7 +6,7 @@ from lightning_hpu.pytorch.plugins.deepspeed_precision import HPUDeepSpeedPrecis
 from lightning_hpu.pytorch.plugins.fsdp_precision import HPUFSDPPrecisionPlugin
 from lightning_hpu.pytorch.plugins.model_parallel_precision import HPUModelParallelPrecisionPlugin
 from lightning_hpu.pytorch.plugins.precision import HPUPrecisionPlugin
-from lightning_hpu.support.lightning_habana_paths import names_of
+from lightning_hpu.support.old_paths import names_of
 
 __all__ = [
     "HPUAsyncCheckpointIO",

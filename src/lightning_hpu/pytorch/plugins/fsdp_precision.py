@@ -12,7 +12,7 @@ from typing_extensions import override
 
 from lightning_hpu.precision.fsdp import HPUFSDPPrecisionHelpers
 from lightning_hpu.precision.lightning_habana_arguments import HPU_DEVICE
-from lightning_hpu.support.lightning_habana_paths import names_of
+from lightning_hpu.support.old_paths import names_of
 
 
 class HPUFSDPPrecisionPlugin(HPUFSDPPrecisionHelpers, FSDPPrecision):

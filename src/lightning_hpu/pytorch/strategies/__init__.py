@@ -8,7 +8,7 @@ from lightning_hpu.pytorch.strategies.model_parallel import HPUModelParallelStra
 from lightning_hpu.pytorch.strategies.parallel import HPUParallelStrategy
 from lightning_hpu.pytorch.strategies.sigterm import SigtermAgreementHooks
 from lightning_hpu.pytorch.strategies.single import SingleHPUStrategy
-from lightning_hpu.support.lightning_habana_paths import names_of
+from lightning_hpu.support.old_paths import names_of
 
 __all__ = [
     "HCCLDDPHooks",

@@ -26,6 +26,7 @@ from lightning.pytorch import Trainer
 from lightning.pytorch.demos.boring_classes import BoringModel
 
 import lightning_hpu
+from tests.helpers.paths import ROOT
 from tests.helpers.trainer import quiet_trainer_kwargs
 
 LightningCLI = pytest.importorskip("lightning.pytorch.cli").LightningCLI
@@ -225,3 +226,25 @@ def test_fast_ddp_from_a_config_file_refuses_only_what_the_file_sets(tmp_path: P
     config_file = write_config(Case(lightning_hpu.HPUParallelStrategy, "strategy", given), tmp_path)
     with pytest.raises(ValueError, match=r"DistributedDataParallel, so broadcast_buffers would have no effect"):
         LightningCLI(Model, args=["--config", str(config_file)], run=False)
+
+
+#: The pages whose YAML examples configure the Trainer (the CLI section, the fast DDP section).
+DOC_PAGES = ("docs/guide/accelerator-and-devices.md", "docs/guide/ddp.md")
+
+
+def _doc_configs() -> list[tuple[str, dict[str, Any]]]:
+    found = []
+    for page in DOC_PAGES:
+        for number, block in enumerate((ROOT / page).read_text().split("```yaml\n")[1:]):
+            config = yaml.safe_load(block.split("```")[0])
+            if isinstance(config, dict) and "trainer" in config:
+                found.append((f"{page}#{number}", config))
+    return found
+
+
+@pytest.mark.parametrize(("where", "config"), _doc_configs(), ids=[where for where, _ in _doc_configs()])
+def test_the_docs_configs_build_on_the_standin(where: str, config: dict[str, Any], tmp_path: Path) -> None:
+    config_file = tmp_path / "config.yaml"
+    trainer = {**config["trainer"], **quiet_trainer_kwargs(tmp_path), "devices": 1}
+    config_file.write_text(yaml.safe_dump({"trainer": trainer}))
+    LightningCLI(Model, args=["--config", str(config_file)], run=False)

@@ -97,10 +97,13 @@ def check_connector(connector_cls: type) -> None:
 
 def check_config(side: ConnectorSide, original: _Wrapped) -> _Wrapped:
     """Objects of the other Lightning and misspelt names are refused naming the argument; HPU-only precision names
-    pass Lightning's check."""
+    pass Lightning's check, and so do the strategy names no registry holds (``"model_parallel"``, ``"single_hpu"``:
+    ``strategy_names.HPU_ONLY_NAMES``) where an HPU is asked for."""
 
     def wrapper(self: Any, *, strategy: Any, accelerator: Any, precision: Any, **kwargs: Any) -> None:
         refuse_other_namespaces(side.owner, strategy=strategy, accelerator=accelerator, plugins=kwargs.get("plugins"))
+        if is_hpu(accelerator) or (accelerator == "auto" and hpus_present()):  # names kept out of the registries
+            strategy = strategy_names.hpu_only_name(strategy, strategy_registry(side.fabric))
         lightning_check = functools.partial(
             original, self, strategy=strategy, accelerator=accelerator, precision=precision, **kwargs
         )

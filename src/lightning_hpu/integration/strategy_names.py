@@ -67,6 +67,11 @@ REFUSED_SETTINGS: dict[tuple[str, Any], Refusal] = {
     ),
 }
 
+#: Names that mean an HPU strategy only where an HPU is asked for, so they stay out of the registries every Lightning
+#: program shares (a CPU program keeps Lightning's "invalid strategy name" for them): Lightning's ``"model_parallel"``
+#: (Lightning registers no name for its ``ModelParallelStrategy``) and lightning-habana's ``"single_hpu"``.
+HPU_ONLY_NAMES: dict[str, str] = {"model_parallel": "hpu_model_parallel", "single_hpu": "hpu_single"}
+
 #: Strategy objects of other projects that run on HPU as an HPU twin, by the module their class comes from: the
 #: function (lazily imported, so that the other project stays optional) that builds the twin from the object.
 HPU_STRATEGY_OBJECT_TWINS: dict[str, str] = {"ray.train.lightning": "lightning_hpu.integration.ray_objects:hpu_twin_of"}
@@ -77,6 +82,15 @@ def _family(strategy_cls: type) -> HPUTwin | Refusal:
         if base.__name__ in HPU_STRATEGY_TWINS:
             return HPU_STRATEGY_TWINS[base.__name__]
     return OTHER_DEVICE_REFUSAL
+
+
+def hpu_only_name(strategy: Any, registry: Mapping[str, Any]) -> Any:
+    """The registered HPU name that ``strategy`` means when it is one of :data:`HPU_ONLY_NAMES` and ``registry`` lacks
+    it; ``strategy`` as given otherwise. Call it where an HPU is asked for only."""
+    if not isinstance(strategy, str) or strategy.lower() in registry:
+        return strategy
+    name = HPU_ONLY_NAMES.get(strategy.lower())
+    return name if name is not None and name in registry else strategy
 
 
 def hpu_strategy_for(

@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any, Literal
 
 import torch
+from lightning.fabric.plugins.collectives.torch_collective import default_pg_timeout
 from lightning.fabric.strategies import ModelParallelStrategy
 from torch import Tensor
 from torch.nn import Module
@@ -52,10 +54,13 @@ class HPUModelParallelStrategy(
     def __init__(
         self,
         parallelize_fn: Callable[[Any, Any], Any] | None = None,
-        *,
+        data_parallel_size: Literal["auto"] | int = "auto",
         tensor_parallel_size: Literal["auto"] | int = "auto",
+        save_distributed_checkpoint: bool = True,
+        process_group_backend: str | None = None,
+        timeout: timedelta | None = default_pg_timeout,
+        *,
         context_parallel_size: int = 1,
-        **kwargs: Any,
     ) -> None:
         if parallelize_fn is None:
             if not needs_no_parallelization(context_parallel_size, tensor_parallel_size):
@@ -67,9 +72,12 @@ class HPUModelParallelStrategy(
             parallelize_fn = keep_replicated
         super().__init__(
             parallelize_fn,
-            tensor_parallel_size=tensor_parallel_size,
             context_parallel_size=context_parallel_size,
-            **kwargs,
+            data_parallel_size=data_parallel_size,
+            tensor_parallel_size=tensor_parallel_size,
+            save_distributed_checkpoint=save_distributed_checkpoint,
+            process_group_backend=process_group_backend,
+            timeout=timeout,
         )
         self._set_up_modules: list[Module] = []  # whose gradients ``backward`` averages over context parallel ranks
 

@@ -50,15 +50,16 @@ if TYPE_CHECKING:
 class HPUDeepSpeedStrategy(HPUStrategyHooks, HCCLParallelHooks, HPUDeepSpeedHooks, DeepSpeedStrategy):
     """DeepSpeed (ZeRO 1-3, offload, bf16, activation checkpointing, inference) on HPUs.
 
-    Takes every argument of Lightning's :class:`~lightning.pytorch.strategies.DeepSpeedStrategy` (``stage``,
-    ``offload_optimizer``, ``config``, ...), and these for ``trainer.predict`` with ``deepspeed.init_inference``
-    (also accepted as keys of ``config``): ``tensor_parallel``, ``dtype`` (default: the precision plugin's),
-    ``replace_with_kernel_inject``, ``injection_policy``, ``enable_cuda_graph``, ``replace_method``.
-
     Args:
+        accelerator: as Lightning's.
         parallel_devices: the HPUs of the processes (``[torch.device("hpu")] * n``) or their number ``n``; it must
             agree with ``Trainer(devices=...)``. Each process uses the unindexed HPU its runtime binds it to.
+        tensor_parallel, dtype, replace_with_kernel_inject, injection_policy, enable_cuda_graph, replace_method:
+            for ``trainer.predict`` with ``deepspeed.init_inference`` (also accepted as keys of ``config``; ``None``:
+            not given; ``dtype`` defaults to the precision plugin's).
         process_group_backend: the ``torch.distributed`` backend; the runtime's (``"hccl"``) by default.
+        **kwargs: every other argument of Lightning's :class:`~lightning.pytorch.strategies.DeepSpeedStrategy`
+            (``stage``, ``offload_optimizer``, ``config``, ...), by name; LightningCLI offers them all.
     """
 
     strategy_name = "hpu_deepspeed"
@@ -74,10 +75,16 @@ class HPUDeepSpeedStrategy(HPUStrategyHooks, HCCLParallelHooks, HPUDeepSpeedHook
         injection_policy: dict[Any, Any] | None = None,
         enable_cuda_graph: bool | None = None,
         replace_method: str | None = None,
+        process_group_backend: str | None = None,
         **kwargs: Any,
     ) -> None:
         self._requested_devices, devices = hpu_deepspeed_devices(parallel_devices)
-        super().__init__(accelerator=accelerator, parallel_devices=devices, **kwargs)
+        super().__init__(
+            accelerator=accelerator,
+            parallel_devices=devices,
+            process_group_backend=process_group_backend,
+            **kwargs,
+        )
         assert self.config is not None
         given = {
             "tensor_parallel": tensor_parallel,

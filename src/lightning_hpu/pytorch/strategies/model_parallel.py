@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from datetime import timedelta
+from typing import Any, Literal
 
 import lightning.pytorch as pl
+from lightning.fabric.plugins.collectives.torch_collective import default_pg_timeout
 from lightning.fabric.strategies.registry import _StrategyRegistry
 from lightning.fabric.utilities.seed import reset_seed
 from lightning.pytorch.strategies import ModelParallelStrategy
@@ -42,9 +44,33 @@ class HPUModelParallelStrategy(HPUStrategyHooks, HCCLParallelHooks, ContextParal
     (docs/guide/context-parallelism.md): each batch is cut along dimension 1 before ``training_step``, the model's
     :class:`~lightning_hpu.ContextParallelAttention` exchanges heads for sequence over HCCL, and gradients are averaged
     over the data x context parallel ranks (``fully_shard`` over ``gradient_mesh(self.device_mesh)`` does that too).
+
+    Args:
+        data_parallel_size, tensor_parallel_size, save_distributed_checkpoint, process_group_backend, timeout: as
+            Lightning's ``ModelParallelStrategy`` (in its order, so they are taken by position too).
+        context_parallel_size: ranks every sequence is split over (docs/guide/context-parallelism.md); 1: none.
     """
 
     strategy_name = "hpu_model_parallel"
+
+    def __init__(
+        self,
+        data_parallel_size: Literal["auto"] | int = "auto",
+        tensor_parallel_size: Literal["auto"] | int = "auto",
+        save_distributed_checkpoint: bool = True,
+        process_group_backend: str | None = None,
+        timeout: timedelta | None = default_pg_timeout,
+        *,
+        context_parallel_size: int = 1,
+    ) -> None:
+        super().__init__(
+            context_parallel_size=context_parallel_size,
+            data_parallel_size=data_parallel_size,
+            tensor_parallel_size=tensor_parallel_size,
+            save_distributed_checkpoint=save_distributed_checkpoint,
+            process_group_backend=process_group_backend,
+            timeout=timeout,
+        )
 
     @staticmethod
     def hpu_precision(precision: str) -> HPUModelParallelPrecisionPlugin:
@@ -105,10 +131,11 @@ class HPUModelParallelStrategy(HPUStrategyHooks, HCCLParallelHooks, ContextParal
     @override
     def register_strategies(cls, strategy_registry: _StrategyRegistry) -> None:
         description = f"{cls.__name__}: FSDP2 and tensor parallelism over HCCL"
-        # Lightning registers no name for its ModelParallelStrategy: ``"model_parallel"`` means this strategy where an
-        # HPU is asked for (lightning_hpu.integration.strategy_names.HPU_ONLY_NAMES), unregistered, so a CPU program
-        # keeps Lightning's "invalid strategy name" for it.
         strategy_registry.register(cls.strategy_name, cls, description=description)
+        # Lightning 2.6 registers no name for its ModelParallelStrategy, so ``"model_parallel"`` would be refused
+        # before the HPU connector could map it; registered here, it means the HPU strategy (HPU accelerators only).
+        if "model_parallel" not in strategy_registry:
+            strategy_registry.register("model_parallel", cls, description=description)
 
 
 def _nothing_to_parallelize() -> None:

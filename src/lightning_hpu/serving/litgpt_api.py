@@ -39,7 +39,7 @@ class _LightningOnHPU:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._lightning, name)
 
-    def Fabric(self, *args: Any, **kwargs: Any) -> Any:  # noqa: N802 - Lightning's name
+    def Fabric(self, *args: Any, **kwargs: Any) -> Any:
         return self._lightning.Fabric(*args, **{**kwargs, "accelerator": "hpu"})
 
 

@@ -5,8 +5,8 @@ LitServe starts each inference worker in a process of its own (``spawn``) with t
 starts instead of LitServe's, binds the process to that HPU's module before anything opens it
 (:meth:`~lightning_hpu.device.selection.HPUSelection.bind`, as the Trainer binds ``devices=[2, 3]``), ties the worker to
 the server that started it (it gets ``SIGKILL`` when that process dies, however it dies, so no worker keeps holding
-its HPU), and runs LitServe's own worker with the process's torch device (``hpu`` on a Gaudi, where a process sees
-its one module; ``hpu:<module>`` on the CPU stand-in): ``setup(device)``, batching and streaming are LitServe's.
+its HPU), and runs LitServe's own worker with the process's torch device, ``"hpu"`` (a process sees its one module):
+``setup(device)``, batching and streaming are LitServe's.
 Workers of other devices run LitServe's worker unchanged.
 """
 

@@ -131,11 +131,10 @@ class HPUModelParallelStrategy(HPUStrategyHooks, HCCLParallelHooks, ContextParal
     @override
     def register_strategies(cls, strategy_registry: _StrategyRegistry) -> None:
         description = f"{cls.__name__}: FSDP2 and tensor parallelism over HCCL"
+        # Lightning registers no name for its ModelParallelStrategy: ``"model_parallel"`` means this strategy where an
+        # HPU is asked for (lightning_hpu.integration.strategy_names.HPU_ONLY_NAMES), unregistered, so a CPU program
+        # keeps Lightning's "invalid strategy name" for it.
         strategy_registry.register(cls.strategy_name, cls, description=description)
-        # Lightning 2.6 registers no name for its ModelParallelStrategy, so ``"model_parallel"`` would be refused
-        # before the HPU connector could map it; registered here, it means the HPU strategy (HPU accelerators only).
-        if "model_parallel" not in strategy_registry:
-            strategy_registry.register("model_parallel", cls, description=description)
 
 
 def _nothing_to_parallelize() -> None:

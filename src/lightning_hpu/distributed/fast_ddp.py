@@ -43,18 +43,18 @@ def _ddp_keywords() -> frozenset[str]:
     return frozenset(parameters) - {"self", "module", "device_ids"}
 
 
-def chosen_ddp_kwargs(owner: str, declared: Mapping[str, Any], others: Mapping[str, Any]) -> dict[str, Any]:
+def chosen_ddp_kwargs(strategy: str, declared: Mapping[str, Any], others: Mapping[str, Any]) -> dict[str, Any]:
     """The ``DistributedDataParallel`` keywords the user chose, by name.
 
-    ``declared`` are the ones ``owner``'s signature names (``bucket_cap_mb``, ...), where ``None`` means not chosen
+    ``declared`` are the ones ``strategy``'s signature names (``bucket_cap_mb``, ...), where ``None`` means not chosen
     (the Gaudi default, else DDP's): so LightningCLI, which passes every parameter it sees with its default, chooses
-    none of them. ``others`` are ``owner``'s ``**kwargs``, passed on as given; a name DDP does not take is refused
+    none of them. ``others`` are ``strategy``'s ``**kwargs``, passed on as given; a name DDP does not take is refused
     here, before any work starts.
     """
     unknown = sorted(set(others) - _ddp_keywords())
     if unknown:
         raise TypeError(
-            f"{owner}({unknown[0]}=...): {unknown[0]!r} is an argument neither of {owner} nor of torch's"
+            f"{strategy}({unknown[0]}=...): {unknown[0]!r} is an argument neither of {strategy} nor of torch's"
             " DistributedDataParallel; check its spelling against their signatures."
         )
     return {**{name: value for name, value in declared.items() if value is not None}, **others}

@@ -9,7 +9,7 @@ packages are here, under the names ``lightning_hpu`` exports::
     import pytorch_lightning as pl
     from lightning_hpu.standalone import HPUParallelStrategy
 
-    trainer = pl.Trainer(accelerator="hpu", devices=8, strategy=HPUParallelStrategy(static_graphs=True))
+    trainer = pl.Trainer(accelerator="hpu", devices=8, strategy=HPUParallelStrategy(static_graph=True))
 
 and the modules mirror the package's (``lightning_hpu.standalone.pytorch.strategies``,
 ``lightning_hpu.standalone.fabric.strategies``, ...). They are the package's own source built against the

@@ -1,8 +1,9 @@
-"""The HPU strategies and profiler name only their own arguments and take Lightning's as Lightning does.
+"""The HPU strategies and profiler take Lightning's arguments as Lightning does, with their own.
 
-Their constructors pass Lightning's parameters on (``*args, **kwargs``) instead of restating them, so these tests
-check what that must keep: LightningCLI (jsonargparse) still offers every Lightning parameter with ours, values
-reach Lightning by keyword and by position, and fast DDP tells Lightning's own arguments from DDP's.
+Their constructors declare Lightning's parameters in Lightning's order beside their own (so that ``help()`` and
+LightningCLI see them: tests/lightning_hpu/test_public_signatures.py), so these tests check what that must keep:
+LightningCLI (jsonargparse) offers every Lightning parameter with ours, values reach Lightning by keyword and by
+position, and fast DDP tells Lightning's own arguments from DDP's.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import inspect
 from datetime import timedelta
 
 import pytest
+import torch
 from jsonargparse import ArgumentParser
 from lightning.fabric import strategies as fabric_strategies
 from lightning.pytorch import profilers as lightning_profilers
@@ -72,3 +74,13 @@ def test_fast_ddp_takes_lightnings_arguments_and_refuses_only_ddps() -> None:
         hpu_fabric.HPUParallelStrategy(fast_ddp=True, static_graph=True)
     with pytest.raises(ValueError, match=r"so model_averaging_period would have no effect"):
         HPUParallelStrategy(fast_ddp=True, model_averaging_period=4)
+
+
+def test_ddp_keywords_are_checked_by_name_and_reduce_dtype_is_taken_by_name() -> None:
+    strategy = HPUParallelStrategy(fast_ddp=True, bucket_cap_mb=None, reduce_dtype="bfloat16")
+    assert strategy._ddp_kwargs == {} and strategy.reduce_dtype is torch.bfloat16
+    assert HPUParallelStrategy(init_sync=False)._ddp_kwargs["init_sync"] is False  # any DDP keyword, as given
+    with pytest.raises(TypeError, match=r"HPUParallelStrategy\(static_graphs=...\): 'static_graphs' is an argument"):
+        hpu_fabric.HPUParallelStrategy(static_graphs=True)
+    with pytest.raises(ValueError, match=r"reduce_dtype='bf16' is not a torch dtype"):
+        HPUParallelStrategy(fast_ddp=True, reduce_dtype="bf16")  # type: ignore[arg-type]

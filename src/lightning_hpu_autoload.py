@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -183,6 +184,26 @@ def _has_run(name: str) -> bool:
     return module is not None and not getattr(getattr(module, "__spec__", None), "_initializing", False)
 
 
+def _register_when_bound(name: str) -> None:
+    """Register with :data:`SERVING` module ``name``, which is running now (torch was first imported inside it, as
+    ``litgpt.api`` imports Lightning first), once the import binds it on its package: the moment it has run."""
+    package = sys.modules.get(name.rpartition(".")[0])
+    if package is not None and type(package) is types.ModuleType:
+        package.__class__ = _BindingPackage
+
+
+class _BindingPackage(types.ModuleType):
+    """A package whose :data:`SERVING` submodule is running (:func:`_register_when_bound`); a plain module again once
+    the import has bound that submodule on it."""
+
+    def __setattr__(self, attribute: str, value: Any) -> None:
+        super().__setattr__(attribute, value)
+        name = f"{self.__name__}.{attribute}"
+        if name in SERVING and _has_run(name):
+            self.__class__ = types.ModuleType
+            registered(name)
+
+
 def install() -> None:
     """torch's ``torch.backends`` entry point: put :class:`LightningWatcher` first on ``sys.meta_path`` (once), unless
     switched off, and register with the Lightning packages that have already run. Never raises."""
@@ -193,5 +214,7 @@ def install() -> None:
         for name in WATCHED + SERVING:
             if _has_run(name):
                 registered(name)
+            elif name in SERVING and name in sys.modules:
+                _register_when_bound(name)
     except Exception:  # torch turns an entry point's error into a failed `import torch`
         pass

@@ -2,8 +2,8 @@
 peak FLOPs of each generation, and the compile arguments an HPU run takes. The Trainer callbacks (``HPUCompile``,
 ``HPURecompileMonitor``, ``HPUThroughputMonitor``) are in :mod:`lightning_hpu.pytorch.callbacks`.
 
-Imports (the layering test checks this paragraph): of Lightning, ``lightning.fabric``; of this package, ``runtime``
-and ``support``.
+Imports (the layering test checks this paragraph): of Lightning, ``lightning.fabric``; of this package,
+``precision`` (its table of names alone), ``runtime`` and ``support``.
 """
 
 from lightning_hpu.runtime.compile_backend import CompileInLazyModeError

@@ -22,6 +22,8 @@ from typing import Any
 
 from lightning.fabric.utilities.rank_zero import rank_zero_warn
 
+from lightning_hpu.precision.names import lookup
+
 #: Dense peak FLOPs per second of one device, by generation (as ``get_device_name`` reports it) and precision.
 GAUDI_PEAK_FLOPS: dict[str, dict[str, float]] = {
     "GAUDI2": {"bf16": 432e12, "fp8": 865e12},
@@ -33,16 +35,15 @@ def compute_precision(precision_plugin: Any) -> str:
     """The precision the matrix engine computes in under a precision plugin: ``fp8``, ``bf16``, ``fp16``, ``fp32``.
 
     Every Lightning and HPU precision plugin names its precision in ``precision`` (``"bf16-mixed"``, ``"fp8"``,
-    Lightning's ``"transformer-engine"``, ...); mixed precisions compute their matmuls in the lower dtype.
+    Lightning's ``"transformer-engine"``, ...), which :mod:`lightning_hpu.precision.names` reads; the HPU's DeepSpeed
+    plugin names DeepSpeed's (``"bf16-mixed"``) and keeps its fp8 side apart. A name the table does not know (a
+    quantization plugin's) computes in fp32.
     """
-    name = str(getattr(precision_plugin, "precision", "32-true"))
-    if name.startswith(("fp8", "transformer-engine")):
+    fp8_side = getattr(precision_plugin, "fp8", None)
+    if getattr(fp8_side, "is_fp8", False):
         return "fp8"
-    if name.startswith("bf16"):
-        return "bf16"
-    if name.startswith("16"):
-        return "fp16"
-    return "fp32"
+    meaning = lookup(getattr(precision_plugin, "precision", "32-true"))
+    return meaning.matmul_precision if meaning is not None else "fp32"
 
 
 def generation_row(device_name: str) -> str | None:

@@ -6,5 +6,5 @@ mixins both trees share (docs/architecture.md, "What each strategy is built from
 and never on its Trainer: :mod:`lightning_hpu.fabric` stands on them.
 
 Imports (the layering test checks this paragraph): of Lightning, ``lightning.fabric``; of this package,
-``checkpoint``, ``device`` and ``runtime``.
+``checkpoint``, ``device``, ``precision`` (its table of names alone) and ``runtime``.
 """

@@ -30,6 +30,7 @@ from lightning_hpu.device.generation_rules import check_fp16_supported
 from lightning_hpu.device.selection import HPUSelection
 from lightning_hpu.distributed import elastic
 from lightning_hpu.distributed.collectives import initialize_hccl
+from lightning_hpu.precision.names import lookup
 from lightning_hpu.runtime import bridge_emulated, generation_rank, require_backend
 from lightning_hpu.runtime.settings import variable_set
 
@@ -49,10 +50,11 @@ INFERENCE_KEYS = (
     "replace_method",
 )
 
-_FP16_PRECISIONS = ("16-mixed", "16-true")
-_PRECISION_DTYPES = {"bf16-mixed": torch.bfloat16, "bf16-true": torch.bfloat16, "16-mixed": torch.float16}
-#: The dtype Lightning's DeepSpeed precision casts the inputs to, per precision.
-_INPUT_DTYPES = {**_PRECISION_DTYPES, "16-true": torch.float16, "32-true": torch.float32, "32": torch.float32}
+
+def _input_dtype(precision: str) -> torch.dtype | None:
+    """The dtype Lightning's DeepSpeed precision casts the inputs to: the precision's compute dtype."""
+    meaning = lookup(precision)
+    return meaning.compute if meaning is not None else None
 
 
 def mixed_inference_dtype(inference_config: Mapping[str, Any], precision: str) -> torch.dtype | None:
@@ -63,15 +65,16 @@ def mixed_inference_dtype(inference_config: Mapping[str, Any], precision: str) -
     precision's dtype: fp32 weights, low-precision compute, which is what the mixed precision means. Any other
     weight dtype that differs from the inputs' cannot work together and is refused by :func:`check_inference_dtype`.
     """
-    if inference_config.get("dtype") == torch.float32 and precision.endswith("-mixed"):
-        return _PRECISION_DTYPES.get(precision)
+    meaning = lookup(precision)
+    if inference_config.get("dtype") == torch.float32 and meaning is not None and meaning.mixed:
+        return meaning.compute
     return None
 
 
 def check_inference_dtype(inference_config: Mapping[str, Any], precision: str) -> None:
     """Refuse an inference ``dtype`` that the precision's inputs cannot be multiplied with, naming the fix."""
     dtype = inference_config.get("dtype")
-    inputs = _INPUT_DTYPES.get(precision)
+    inputs = _input_dtype(precision)
     if dtype is None or inputs is None or dtype == inputs or mixed_inference_dtype(inference_config, precision):
         return
     raise ValueError(
@@ -235,7 +238,8 @@ def check_deepspeed_for_device(
         )
     generation = generation_rank(require_backend().device_name())
     fp16_config = (config.get("fp16") or {}).get("enabled", False)
-    if precision in _FP16_PRECISIONS or fp16_config:
+    meaning = lookup(precision)
+    if (meaning is not None and meaning.fp16) or fp16_config:
         check_fp16_supported()
     if inference_config.get("dtype") == torch.float16:
         check_fp16_supported()
@@ -316,8 +320,9 @@ def initialize_engine(
 
 
 def inference_dtype(precision: str) -> torch.dtype:
-    """The weight dtype of ``deepspeed.init_inference`` when none is given: the precision's (fp32 otherwise)."""
-    return _PRECISION_DTYPES.get(precision, torch.float32)
+    """The weight dtype of ``deepspeed.init_inference`` when none is given: the precision's compute dtype (fp32 for a
+    name it does not know)."""
+    return _input_dtype(precision) or torch.float32
 
 
 def split_inference_config(config: dict[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,32 +1,33 @@
 """What the connector patches decide: whether a run is an HPU run, and which names to refuse as misspelt.
 
 Shared by the Trainer's and Fabric's connectors (:mod:`lightning_hpu.integration.connectors`): the registries of
-each, HPU accelerator flags, the HPU-only precision names (``"fp8"``, ...) that Lightning's own check refuses, the
-checks of Lightning's that the HPU precision step must still make, and the hint Lightning's ``accelerator="gpu"``
-error gets where the machine's accelerators are HPUs.
+each, HPU accelerator flags, the HPU's own precision names (``"fp8"``, ...), read here so that Lightning's check never
+sees them, the model-parallel check the HPU precision step makes for both connectors (what each name means is
+:mod:`lightning_hpu.precision.names`), and the hint Lightning's ``accelerator="gpu"`` error gets where the machine's
+accelerators are HPUs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, get_args
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from lightning.fabric.accelerators import ACCELERATOR_REGISTRY as FABRIC_ACCELERATOR_REGISTRY
-from lightning.fabric.connector import _PRECISION_INPUT_STR
+from lightning.fabric.connector import _convert_precision_to_unified_args
 from lightning.fabric.plugins import Precision
 from lightning.fabric.strategies import STRATEGY_REGISTRY as FABRIC_STRATEGY_REGISTRY
-from lightning.fabric.strategies import ModelParallelStrategy as FabricModelParallelStrategy
 from lightning.pytorch.accelerators import AcceleratorRegistry
 from lightning.pytorch.strategies import StrategyRegistry
 
 from lightning_hpu.fabric.accelerator import HPUAccelerator as FabricHPUAccelerator
-from lightning_hpu.precision.hpu_precision import PRECISION_ALIASES, HPUPrecisionInput, unsupported_precision
+from lightning_hpu.precision.hpu_precision import unsupported_precision
+from lightning_hpu.precision.names import PRECISIONS, hpu_only_names, lookup
 from lightning_hpu.runtime import HPUConfigurationError, hpu_available
 from lightning_hpu.support.lightning_text import lightning_refusal
 from lightning_hpu.support.suggestions import closest_name, hpu_names
 
 #: Precision names of the HPU plugins that Lightning's own precision check does not know (``"fp8"``, ...).
-HPU_ONLY_PRECISIONS = tuple(name for name in get_args(HPUPrecisionInput) if name not in get_args(_PRECISION_INPUT_STR))
+HPU_ONLY_PRECISIONS = hpu_only_names()
 
 
 def is_hpu(accelerator_flag: Any) -> bool:
@@ -84,42 +85,46 @@ def refuse_misspelt_names(
             )
 
 
-def hpu_precision_name(precision: Any, accelerator: Any, owner: str) -> str | None:
-    """The HPU-only precision name (``"fp8"``, ...) that Lightning's check would refuse, else ``None``.
+def hpu_only_precision(precision: Any, accelerator: Any, owner: str, plugins: Any) -> str | None:
+    """The HPU's own precision name (``"fp8"``, ...) given to the connector, else ``None`` (Lightning's check reads
+    Lightning's names itself). The HPU's name is read here, and Lightning's check is not given it.
 
-    Such a name with another accelerator, or a misspelt precision on HPU, is refused here with one sentence.
+    Such a name with another accelerator, or with a precision plugin as well, and a misspelt precision on HPU, are
+    refused here with one sentence (Lightning's own where it has one).
     """
-    if not isinstance(precision, str) or precision in get_args(_PRECISION_INPUT_STR) or precision.isdigit():
+    meaning = lookup(precision)
+    if precision is None or (meaning is not None and meaning.lightning):
         return None
-    if precision in (*HPU_ONLY_PRECISIONS, *PRECISION_ALIASES):
-        if precision not in HPU_ONLY_PRECISIONS:
-            return None  # Lightning's own spelling
-        if not means_hpu(accelerator):
-            raise HPUConfigurationError(
-                f"`{owner}(precision={precision!r})` is an HPU precision: use it with accelerator='hpu'."
-            )
-        return precision
-    if means_hpu(accelerator):
-        raise unsupported_precision(precision, owner)
-    return None
+    if meaning is None:
+        if means_hpu(accelerator):
+            raise unsupported_precision(precision, owner)
+        return None  # Lightning's error alone
+    if not means_hpu(accelerator):  # Lightning refuses the name too: its words first
+        lightning_message = lightning_refusal(lambda: _convert_precision_to_unified_args(precision), ValueError)
+        raise HPUConfigurationError(
+            f"{lightning_message}`{owner}(precision={precision!r})` is an HPU precision: use it with accelerator='hpu'."
+        )
+    given = [plugin for plugin in _as_list(plugins) if isinstance(plugin, Precision)]
+    if given:  # as Lightning refuses a name and a plugin together, in its words
+        raise ValueError(f"Received both `precision={meaning.name}` and `plugins={given[0]}`. Choose one.")
+    return meaning.name
 
 
-#: The precisions Lightning's connectors let a ``ModelParallelStrategy`` run (their ``mp_precision_supported``).
-MODEL_PARALLEL_PRECISIONS = ("32-true", "bf16-mixed", "bf16-true", "16-true")
+def _as_list(plugins: Any) -> list[Any]:
+    if plugins is None:
+        return []
+    return list(plugins) if isinstance(plugins, Iterable) else [plugins]
 
 
-def check_fabric_precision(connector: Any, original: Callable[[Any], Any]) -> None:
-    """What Lightning's Fabric checks in the step the HPU precision replaces (its ``_check_and_init_precision``; the
-    Trainer keeps Lightning's own ``_validate_precision_choice``), with Lightning's words: a precision plugin given
-    is checked by Lightning's step itself (``original``, which only checks and returns it), and a
-    ``ModelParallelStrategy`` runs :data:`MODEL_PARALLEL_PRECISIONS` only."""
-    if isinstance(connector._precision_instance, Precision):
-        original(connector)
-    precision = connector._precision_input
-    if isinstance(connector.strategy, FabricModelParallelStrategy) and precision not in MODEL_PARALLEL_PRECISIONS:
+def check_model_parallel_precision(strategy: Any, precision: str, owner: str, model_parallel_cls: type) -> None:
+    """A ``ModelParallelStrategy`` runs the precisions Lightning's connectors let it run (the ``model parallel``
+    column of :mod:`lightning_hpu.precision.names`), refused in Lightning's words, for the Trainer and Fabric alike."""
+    meaning = lookup(precision)
+    if isinstance(strategy, model_parallel_cls) and (meaning is None or not meaning.model_parallel):
+        supported = [name for name, meaning in PRECISIONS.items() if meaning.model_parallel]
         raise ValueError(
-            f"The `ModelParallelStrategy` does not support `Fabric(..., precision={precision!r})`."
-            f" Choose a different precision among: {', '.join(MODEL_PARALLEL_PRECISIONS)}."
+            f"The `ModelParallelStrategy` does not support `{owner}(..., precision={precision!r})`."
+            f" Choose a different precision among: {', '.join(supported)}."
         )
 
 

@@ -11,8 +11,9 @@ For an HPU accelerator:
   to use (:mod:`lightning_hpu.integration.strategy_names`), Lightning's own and Ray Train's strategy objects become
   their HPU twins with the same arguments (:mod:`lightning_hpu.integration.strategy_objects`,
   :mod:`lightning_hpu.pytorch.ray`), and other non-HPU strategy objects are refused;
-* the precision plugin is the HPU one (with DeepSpeed, the HPU DeepSpeed precision, which adds fp8), after the checks
-  Lightning's Fabric makes in the step it replaces.
+* the precision plugin is the HPU one (with DeepSpeed, the HPU DeepSpeed precision, which adds fp8), chosen by one
+  function for both connectors (:func:`hpu_precision_plugin`); the HPU's own precision names (``"fp8"``, ...) are read
+  before Lightning's check, which never sees them (what every name means: :mod:`lightning_hpu.precision.names`).
 
 What Lightning refuses too is refused after Lightning's own message (:mod:`lightning_hpu.support.lightning_text`), and
 ``accelerator="gpu"`` on a machine with HPUs gets Lightning's error with the HPU accelerator named after it.
@@ -25,17 +26,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from lightning.fabric.plugins import Precision
 from lightning.fabric.strategies import DeepSpeedStrategy as FabricDeepSpeedStrategy
+from lightning.fabric.strategies import ModelParallelStrategy as FabricModelParallelStrategy
 from lightning.fabric.strategies import Strategy as FabricStrategy
-from lightning.pytorch.strategies import DeepSpeedStrategy, Strategy
+from lightning.pytorch.strategies import DeepSpeedStrategy, ModelParallelStrategy, Strategy
 
 from lightning_hpu.device.accelerator import HPUAccelerator
 from lightning_hpu.device.selection import HPUSelection, read_devices
 from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks
 from lightning_hpu.integration import strategy_names, strategy_objects
 from lightning_hpu.integration.connector_rules import (
-    check_fabric_precision,
-    hpu_precision_name,
+    check_model_parallel_precision,
+    hpu_only_precision,
     hpus_present,
     is_hpu,
     multi_device,
@@ -89,6 +92,29 @@ class ConnectorSide:
     def strategy_base(self) -> type:
         return FabricStrategy if self.fabric else Strategy
 
+    @property
+    def model_parallel_cls(self) -> type:
+        return FabricModelParallelStrategy if self.fabric else ModelParallelStrategy
+
+    @property
+    def precision_plugins(self) -> tuple[type, type]:
+        """This side's HPU precision plugin, and its HPU DeepSpeed precision plugin."""
+        if self.fabric:
+            from lightning_hpu.fabric.plugins.deepspeed_precision import HPUDeepSpeedPrecision
+            from lightning_hpu.fabric.plugins.precision import HPUPrecision
+
+            return HPUPrecision, HPUDeepSpeedPrecision
+        from lightning_hpu.pytorch.plugins.deepspeed_precision import HPUDeepSpeedPrecisionPlugin
+        from lightning_hpu.pytorch.plugins.precision import HPUPrecisionPlugin
+
+        return HPUPrecisionPlugin, HPUDeepSpeedPrecisionPlugin
+
+    def precision_flags(self, connector: Any) -> tuple[Any, str]:
+        """The precision plugin given to ``connector`` (``None`` if none) and the precision name Lightning read."""
+        if self.fabric:
+            return connector._precision_instance, connector._precision_input
+        return connector._precision_plugin_flag, connector._precision_flag
+
 
 def check_connector(connector_cls: type) -> None:
     """Refuse a Lightning whose connector lacks one of :data:`PATCHED_METHODS`."""
@@ -96,9 +122,10 @@ def check_connector(connector_cls: type) -> None:
 
 
 def check_config(side: ConnectorSide, original: _Wrapped) -> _Wrapped:
-    """Objects of the other Lightning and misspelt names are refused naming the argument; HPU-only precision names
-    pass Lightning's check, and so do the strategy names no registry holds (``"model_parallel"``, ``"single_hpu"``:
-    ``strategy_names.HPU_ONLY_NAMES``) where an HPU is asked for."""
+    """Objects of the other Lightning and misspelt names are refused naming the argument; the HPU's own precision
+    names (``"fp8"``, ...) are read here, for :func:`init_precision`, and never given to Lightning's check; the
+    strategy names no registry holds (``"model_parallel"``, ``"single_hpu"``: ``strategy_names.HPU_ONLY_NAMES``)
+    pass Lightning's check where an HPU is asked for."""
 
     def wrapper(self: Any, *, strategy: Any, accelerator: Any, precision: Any, **kwargs: Any) -> None:
         refuse_other_namespaces(side.owner, strategy=strategy, accelerator=accelerator, plugins=kwargs.get("plugins"))
@@ -108,18 +135,11 @@ def check_config(side: ConnectorSide, original: _Wrapped) -> _Wrapped:
             original, self, strategy=strategy, accelerator=accelerator, precision=precision, **kwargs
         )
         refuse_misspelt_names(strategy, accelerator, side.owner, side.fabric, lightning_check)
-        hpu_precision = hpu_precision_name(precision, accelerator, side.owner)
-        # Lightning's check knows only its own names: give it a placeholder that keeps its other checks (a
-        # precision plugin given as well is still refused), then put the HPU name back for the HPU plugin.
-        original(
-            self,
-            strategy=strategy,
-            accelerator=accelerator,
-            precision=precision if hpu_precision is None else "32-true",
-            **kwargs,
-        )
-        if hpu_precision is not None:
-            setattr(self, "_precision_input" if side.fabric else "_precision_flag", hpu_precision)
+        hpu_only = hpu_only_precision(precision, accelerator, side.owner, kwargs.get("plugins"))
+        if hpu_only is not None:  # Lightning's check reads Lightning's names; this one is the HPU plugin's alone
+            setattr(self, PRECISION_ATTRIBUTE, hpu_only)
+            precision = None
+        original(self, strategy=strategy, accelerator=accelerator, precision=precision, **kwargs)
 
     return wrapper
 
@@ -257,48 +277,38 @@ def init_strategy(side: ConnectorSide, original: _Wrapped) -> _Wrapped:
     return wrapper
 
 
+#: The connector's attribute for the HPU's own precision name, from :func:`check_config` to :func:`init_precision`.
+PRECISION_ATTRIBUTE = "_hpu_precision"
+
+
 def init_precision(side: ConnectorSide, original: _Wrapped) -> _Wrapped:
-    """The HPU precision plugin: the strategy's own (``hpu_precision``), DeepSpeed's, or the plain one."""
+    """The HPU precision plugin (:func:`hpu_precision_plugin`) for an HPU accelerator."""
 
     def wrapper(self: Any) -> Any:
+        hpu_only = vars(self).pop(PRECISION_ATTRIBUTE, None)
         if not is_hpu(self._accelerator_flag):
             return original(self)
-        if side.fabric:
-            check_fabric_precision(self, original)
-        return _fabric_precision(self, side) if side.fabric else _trainer_precision(self, side)
+        return hpu_precision_plugin(self, side, original, hpu_only)
 
     return wrapper
 
 
-def _fabric_precision(connector: Any, side: ConnectorSide) -> Any:
-    from lightning.fabric.plugins import Precision
-
-    from lightning_hpu.fabric.plugins.deepspeed_precision import HPUDeepSpeedPrecision
-    from lightning_hpu.fabric.plugins.precision import HPUPrecision
-
-    if isinstance(connector._precision_instance, Precision):
-        return connector._precision_instance
-    precision_cls = getattr(connector.strategy, "hpu_precision", None)  # the sharded strategies name theirs
-    if precision_cls is None:
-        deepspeed = isinstance(connector.strategy, side.deepspeed_cls)
-        precision_cls = HPUDeepSpeedPrecision if deepspeed else HPUPrecision
-    return precision_cls(connector._precision_input)
-
-
-def _trainer_precision(connector: Any, side: ConnectorSide) -> Any:
-    from lightning.pytorch.plugins.precision import Precision
-
-    from lightning_hpu.pytorch.plugins.deepspeed_precision import HPUDeepSpeedPrecisionPlugin
-    from lightning_hpu.pytorch.plugins.precision import HPUPrecisionPlugin
-
-    connector._validate_precision_choice()
-    if isinstance(connector._precision_plugin_flag, Precision):
-        return connector._precision_plugin_flag
-    precision_plugin_cls = getattr(connector.strategy, "hpu_precision", None)  # the sharded strategies name theirs
-    if precision_plugin_cls is None:
-        deepspeed = isinstance(connector.strategy, side.deepspeed_cls)
-        precision_plugin_cls = HPUDeepSpeedPrecisionPlugin if deepspeed else HPUPrecisionPlugin
-    return precision_plugin_cls(connector._precision_flag)
+def hpu_precision_plugin(connector: Any, side: ConnectorSide, original: _Wrapped, hpu_only: str | None) -> Any:
+    """The precision plugin of an HPU run, for the Trainer's and Fabric's connectors alike: the plugin given (checked
+    by Lightning's own step, ``original``), else for the precision name (the HPU's own ``hpu_only``, or the one
+    Lightning read) the strategy's own plugin (``hpu_precision``), DeepSpeed's, or the plain one."""
+    given, lightning_name = side.precision_flags(connector)
+    if isinstance(given, Precision):
+        return original(connector)  # Lightning's checks of a plugin given; it returns that plugin
+    if not side.fabric:
+        connector._validate_precision_choice()  # the Trainer's checks, in Lightning's words
+    name = hpu_only or lightning_name
+    check_model_parallel_precision(connector.strategy, name, side.owner, side.model_parallel_cls)
+    plugin_cls = getattr(connector.strategy, "hpu_precision", None)  # the sharded strategies name theirs
+    if plugin_cls is None:
+        plain, deepspeed = side.precision_plugins
+        plugin_cls = deepspeed if isinstance(connector.strategy, side.deepspeed_cls) else plain
+    return plugin_cls(name)
 
 
 #: Each patched connector method and the wrapper it gets.

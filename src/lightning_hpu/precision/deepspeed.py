@@ -1,8 +1,10 @@
 """DeepSpeed precision on HPU for Fabric, and the fp8 split shared with the Trainer's plugin.
 
 DeepSpeed builds its engine from a Lightning precision name (bf16 or fp16 config); fp8 adds the Transformer
-Engine's layers and ``fp8_autocast`` on top. :func:`split_fp8_precision` turns an HPU precision name into the
-DeepSpeed precision to configure and the fp8 side (an :class:`HPUPrecision`), for Fabric and the Trainer alike.
+Engine's layers and ``fp8_autocast`` on top. :func:`split_fp8_precision` turns a precision name into the DeepSpeed
+precision to configure (the ``deepspeed`` column of :mod:`lightning_hpu.precision.names`: ``"fp8"`` runs DeepSpeed's
+``"bf16-mixed"``, Lightning's ``"transformer-engine"`` its ``"bf16-true"``) and the fp8 side (an
+:class:`HPUPrecision`), for Fabric and the Trainer alike.
 """
 
 from __future__ import annotations
@@ -15,24 +17,23 @@ from torch.nn import Module
 from typing_extensions import override
 
 from lightning_hpu.fp8.engine import LayerFilter
-from lightning_hpu.precision.hpu_precision import PRECISION_ALIASES, HPUPrecision
+from lightning_hpu.precision.hpu_precision import HPUPrecision
 from lightning_hpu.precision.lightning_habana_arguments import HPU_DEVICE, ConvertModulesHelpers, check_device
-
-#: What DeepSpeed itself runs outside the engine's fp8 layers, per fp8 precision.
-DEEPSPEED_PRECISION_OF_FP8 = {"fp8": "bf16-mixed", "fp8-float16": "16-mixed"}
+from lightning_hpu.precision.names import lookup
 
 
 def split_fp8_precision(
     precision: str, fp8_recipe: Any | Mapping[str, Any] | None, fp8_layer_filter: LayerFilter | None
 ) -> tuple[str, HPUPrecision | None]:
-    """The DeepSpeed precision to configure for ``precision``, and the fp8 side when it is an fp8 precision."""
-    name = PRECISION_ALIASES.get(str(precision), str(precision))
-    if name in DEEPSPEED_PRECISION_OF_FP8:
-        fp8 = HPUPrecision(name, fp8_recipe=fp8_recipe, fp8_layer_filter=fp8_layer_filter)
-        return DEEPSPEED_PRECISION_OF_FP8[name], fp8
+    """The DeepSpeed precision to configure for ``precision``, and the fp8 side when it is an fp8 precision (a name
+    DeepSpeed does not run is left to Lightning's ``DeepSpeedPrecision``, which refuses it in its words)."""
+    meaning = lookup(precision)
+    if meaning is not None and meaning.fp8 and meaning.deepspeed is not None:
+        fp8 = HPUPrecision(meaning.name, fp8_recipe=fp8_recipe, fp8_layer_filter=fp8_layer_filter)
+        return meaning.deepspeed, fp8
     if fp8_recipe is not None or fp8_layer_filter is not None:
         raise ValueError(f"`fp8_recipe` and `fp8_layer_filter` apply to precision='fp8' only, not {precision!r}.")
-    return name, None
+    return (meaning.name if meaning is not None else str(precision)), None
 
 
 class FP8DeepSpeedPrecisionHooks(ConvertModulesHelpers):

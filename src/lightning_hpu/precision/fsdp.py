@@ -2,7 +2,8 @@
 
 Lightning's ``FSDPPrecision`` autocasts on ``"cuda"`` and makes its gradient scaler for CUDA. On HPU the same
 precision names map onto FSDP's ``MixedPrecision`` as follows (sharded parameters, the master weights, stay fp32
-for the ``-mixed`` precisions; FSDP casts them for compute):
+for the ``-mixed`` precisions; FSDP casts them for compute; the ``FSDP`` column of
+:mod:`lightning_hpu.precision.names` says which names run):
 
 =============  ===========  =============================  ===========
 precision      compute      gradient reduce-scatter        autocast
@@ -27,15 +28,16 @@ from typing import Any
 import torch
 
 from lightning_hpu.device.generation_rules import check_fp16_supported
-from lightning_hpu.precision.hpu_precision import normalize_precision
+from lightning_hpu.precision.hpu_precision import hpu_precision
 from lightning_hpu.precision.lightning_habana_arguments import check_device
+from lightning_hpu.precision.names import PRECISIONS
 from lightning_hpu.runtime import HPUConfigurationError, require_backend
 
-#: Why ``precision="fp8"`` is refused with FSDP: Intel documents fp8 training (its Transformer Engine) on one HPU, with
+#: Why the fp8 names are refused with FSDP: Intel documents fp8 training (its Transformer Engine) on one HPU, with
 #: DDP and with DeepSpeed, not under FSDP, so neither a Gaudi2 nor a Gaudi3 is known to run it.
 FP8_UNDER_FSDP = (
-    "precision='fp8' does not run with FSDP: Intel documents fp8 training (its Transformer Engine) on one HPU, with"
-    " DDP and with DeepSpeed only; use strategy='hpu_deepspeed' (ZeRO shards like FSDP) or 'hpu_ddp' for fp8, or"
+    "precision={precision!r} does not run with FSDP: Intel documents fp8 training (its Transformer Engine) on one HPU,"
+    " with DDP and with DeepSpeed only; use strategy='hpu_deepspeed' (ZeRO shards like FSDP) or 'hpu_ddp' for fp8, or"
     " precision='bf16-mixed' with FSDP."
 )
 
@@ -58,24 +60,24 @@ class HPUFSDPPrecisionHelpers:
         self.device = check_device(device)
         # Lightning's FSDP plugin (the class after this mixin) refuses what the HPU does not run: its words first.
         lightning_check = lambda: super(HPUFSDPPrecisionHelpers, self).__init__(precision)  # type: ignore[call-arg]  # noqa: E731
-        name = normalize_precision(precision, lightning_check)
-        if name.startswith("fp8"):
-            raise HPUConfigurationError(FP8_UNDER_FSDP)
-        if "16-" in name and not name.startswith("bf16"):
+        meaning = hpu_precision(precision, lightning_check)
+        if not meaning.fsdp:
+            raise HPUConfigurationError(FP8_UNDER_FSDP.format(precision=meaning.name))
+        if meaning.fp16:
             check_fp16_supported()
         self._hpu_scaler: Any = scaler
-        if scaler is None and name == "16-mixed":
+        if scaler is None and meaning.mixed and meaning.compute == torch.float16:
             from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
 
             self._hpu_scaler = ShardedGradScaler(device=require_backend().torch_device().type)
-        return name
+        return meaning.name
 
     def hpu_forward_context(self) -> AbstractContextManager | None:
         """Autocast on the HPU for the mixed precisions, ``None`` for the others."""
-        if "mixed" not in self.precision:
+        meaning = PRECISIONS[self.precision]
+        if not meaning.mixed:
             return None
-        dtype = torch.bfloat16 if self.precision == "bf16-mixed" else torch.float16
-        return torch.autocast(device_type=require_backend().autocast_device_type, dtype=dtype)
+        return torch.autocast(device_type=require_backend().autocast_device_type, dtype=meaning.compute)
 
 
 __all__ = ["HPUFSDPPrecisionHelpers"]

@@ -1,9 +1,11 @@
 """HPU precision for Lightning Fabric; the Trainer's :class:`~lightning_hpu.HPUPrecisionPlugin` extends it.
 
-Mixed precision is ``torch.autocast`` on the backend's device type (``hpu`` on a Gaudi, ``cpu`` on the stand-in,
-so bf16 really runs in bf16 in tests). True half precision converts the module and its inputs. ``"fp8"`` swaps
-``nn.Linear`` layers for the Transformer Engine's and runs the forward under bf16 autocast and the engine's fp8
-autocast. fp16 and fp8 need Gaudi2 or later.
+What each name means is :mod:`lightning_hpu.precision.names`'s table. Mixed precision is ``torch.autocast`` on the
+backend's device type (``hpu`` on a Gaudi, ``cpu`` on the stand-in, so bf16 really runs in bf16 in tests). True half
+precision creates (``configure_model``) and converts the module in its dtype, and its inputs. The fp8 names swap
+``nn.Linear`` layers for the Transformer Engine's and run the forward under autocast and the engine's fp8 autocast:
+``"fp8"`` around fp32 weights, Lightning's ``"transformer-engine"`` around bf16 weights. fp16 and fp8 need Gaudi2 or
+later.
 """
 
 from __future__ import annotations
@@ -11,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from types import ModuleType
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 import torch
 from lightning.fabric.connector import _convert_precision_to_unified_args
-from lightning.fabric.plugins.precision.precision import _PRECISION_INPUT_INT, _PRECISION_INPUT_STR, Precision
+from lightning.fabric.plugins.precision.precision import Precision
 from lightning.fabric.plugins.precision.utils import _convert_fp_tensor, _DtypeContextManager
 from lightning.fabric.utilities.apply_func import apply_to_collection
 from lightning.fabric.utilities.rank_zero import rank_zero_warn
@@ -28,43 +30,35 @@ from lightning_hpu.device.generation_rules import check_fp8_supported, check_fp1
 from lightning_hpu.fp8.engine import LayerFilter, make_recipe, replace_linear_layers
 from lightning_hpu.precision import lightning_habana_arguments
 from lightning_hpu.precision.lightning_habana_arguments import HPU_DEVICE, ConvertModulesHelpers, check_device
+from lightning_hpu.precision.names import ALIASES, DTYPE_NAMES, PRECISIONS, PrecisionName, hpu_names, lookup
 from lightning_hpu.runtime import HPUConfigurationError, require_backend
 from lightning_hpu.support.lightning_text import lightning_refusal
 from lightning_hpu.support.precision_hints import precision_family_guess
 from lightning_hpu.support.suggestions import closest_name
 
-HPUPrecisionInput = Literal["32-true", "bf16-mixed", "16-mixed", "bf16-true", "16-true", "fp8", "fp8-float16"]
-
-#: Lightning's other spellings, mapped to the full names: its short ones, and its names for fp8 training with the
-#: Transformer Engine (with bf16, or fp16, outside the engine's layers).
-PRECISION_ALIASES: dict[str, str] = {
-    "32": "32-true",
-    "bf16": "bf16-mixed",
-    "16": "16-mixed",
-    "transformer-engine": "fp8",
-    "transformer-engine-float16": "fp8-float16",
-}
-
-#: The low-precision dtype of each precision; under ``"fp8"`` the ops outside the engine's layers run in bf16, under
-#: ``"fp8-float16"`` (Lightning's ``"transformer-engine-float16"``) in fp16.
-_DTYPES = {
-    "32-true": torch.float32,
-    "bf16-mixed": torch.bfloat16,
-    "16-mixed": torch.float16,
-    "bf16-true": torch.bfloat16,
-    "16-true": torch.float16,
-    "fp8": torch.bfloat16,
-    "fp8-float16": torch.float16,
-}
+HPUPrecisionInput = Literal[
+    "32-true",
+    "bf16-mixed",
+    "16-mixed",
+    "bf16-true",
+    "16-true",
+    "transformer-engine",
+    "transformer-engine-float16",
+    "fp8",
+    "fp8-float16",
+]
 
 
-def normalize_precision(precision: Any, lightning_check: Callable[[], object] | None = None) -> str:
-    """The full precision name for ``precision`` (accepting Lightning's aliases), or a clear error (after the message
-    of ``lightning_check``, the check of the Lightning plugin a subclass extends, where that refuses it too)."""
-    name = PRECISION_ALIASES.get(str(precision), str(precision))
-    if name not in _DTYPES:
+_FP8_NAMES = ", ".join(repr(name) for name, meaning in PRECISIONS.items() if meaning.fp8 and name != "fp8")
+
+
+def hpu_precision(precision: Any, lightning_check: Callable[[], object] | None = None) -> PrecisionName:
+    """What ``precision`` (a full name or one of Lightning's spellings) means on the HPU, or a clear error (after the
+    message of ``lightning_check``, the check of the Lightning plugin a subclass extends, where that refuses it too)."""
+    spec = lookup(precision)
+    if spec is None or not spec.hpu:
         raise unsupported_precision(precision, lightning_check=lightning_check)
-    return name
+    return spec
 
 
 def unsupported_precision(
@@ -79,10 +73,10 @@ def unsupported_precision(
     a name Lightning does not know, its connector's.
     """
     given = f"`{owner}(precision={precision!r})`" if owner else f"`precision={precision!r}`"
-    misspelt = str(precision) not in map(str, get_args(_PRECISION_INPUT_STR) + get_args(_PRECISION_INPUT_INT))
+    misspelt = lookup(precision) is None
     guesses: tuple[str, ...] = ()
     if misspelt:
-        spelt_alike = closest_name(str(precision), [*_DTYPES, *PRECISION_ALIASES])
+        spelt_alike = closest_name(str(precision), [*hpu_names(), *ALIASES])
         guesses = precision_family_guess(str(precision)) or ((spelt_alike,) if spelt_alike else ())
         if owner and lightning_check is None:
             lightning_check = lambda: _convert_precision_to_unified_args(precision)  # noqa: E731
@@ -91,19 +85,19 @@ def unsupported_precision(
         meant = " or ".join(repr(guess) for guess in guesses)
         return HPUConfigurationError(f"{lightning_message}{given} is not supported on HPU: did you mean {meant}?")
     return HPUConfigurationError(
-        f"{lightning_message}{given} is not supported on HPU: use one of {', '.join(get_args(HPUPrecisionInput))}"
-        " (Lightning's 'transformer-engine' means 'fp8')."
+        f"{lightning_message}{given} is not supported on HPU: use one of {', '.join(hpu_names())}."
     )
 
 
 class HPUPrecision(Precision, ConvertModulesHelpers):
-    """Precision on HPU: ``"32-true"``, ``"bf16-mixed"``, ``"16-mixed"``, ``"bf16-true"``, ``"16-true"``, ``"fp8"``,
-    ``"fp8-float16"``.
+    """Precision on HPU: ``"32-true"``, ``"bf16-mixed"``, ``"16-mixed"``, ``"bf16-true"``, ``"16-true"``,
+    ``"transformer-engine"``, ``"transformer-engine-float16"``, ``"fp8"``, ``"fp8-float16"``.
 
     Args:
-        precision: the precision name (also Lightning's aliases ``"32"``, ``"bf16"``, ``"16"``, and
-            ``"transformer-engine"`` for ``"fp8"``, ``"transformer-engine-float16"`` for ``"fp8-float16"``). fp16 and
-            fp8 need Gaudi2 or later; fp8 needs the Intel Gaudi Transformer Engine.
+        precision: the precision name (also Lightning's aliases ``"32"``, ``"bf16"``, ``"16"``); what each means is
+            the table of :mod:`lightning_hpu.precision.names`. ``"transformer-engine"`` (``"-float16"``) keeps the
+            weights in bf16 (fp16), as in Lightning; ``"fp8"`` (``"fp8-float16"``) keeps them in fp32 under bf16 (fp16)
+            autocast. fp16 and fp8 need Gaudi2 or later; fp8 needs the Intel Gaudi Transformer Engine.
         autocast_lower_precision_ops: aten ops autocast runs in bf16/fp16, replacing the bridge's list (mixed
             precisions and fp8 only; must be set before the bridge is imported).
         autocast_fp32_ops: aten ops autocast runs in fp32, replacing the bridge's list (same rules).
@@ -130,15 +124,15 @@ class HPUPrecision(Precision, ConvertModulesHelpers):
         self.device = check_device(device)
         #: Whether clipping by the 2-norm uses the device's fused clip (``FusedClipNorm``) instead of torch's.
         self.fused_clip_norm = bool(fused_clip_norm)
-        name = normalize_precision(precision)
+        meaning = hpu_precision(precision)
+        name = meaning.name
         self.precision = name  # type: ignore[assignment]
-        self._dtype = _DTYPES[name]
-        is_fp8 = name.startswith("fp8")
-        if not is_fp8:
+        if not meaning.fp8:
             for argument, value in (("fp8_recipe", fp8_recipe), ("fp8_layer_filter", fp8_layer_filter)):
                 if value is not None:
                     raise HPUConfigurationError(
-                        f"`{argument}` applies to precision='fp8' only, but precision={name!r}."
+                        f"`{argument}` applies to precision='fp8' only (and the other fp8 names: {_FP8_NAMES}),"
+                        f" but precision={name!r}."
                     )
         if not self.uses_autocast:
             for argument, ops in (
@@ -152,7 +146,7 @@ class HPUPrecision(Precision, ConvertModulesHelpers):
                     )
         if fp8_layer_filter is not None and not callable(fp8_layer_filter):
             raise TypeError("`fp8_layer_filter` must be a function `(name, layer) -> bool`.")
-        if self._dtype == torch.float16:
+        if meaning.fp16:
             check_fp16_supported()
         self.fp8_recipe: Any = None
         self._fp8_layer_filter = fp8_layer_filter
@@ -161,7 +155,7 @@ class HPUPrecision(Precision, ConvertModulesHelpers):
         self.fp8_replace_layers = True
         #: Qualified names of the layers that run in fp8, filled by :meth:`convert_module`.
         self.fp8_layers: list[str] = []
-        if is_fp8:
+        if meaning.fp8:
             check_fp8_supported()
             self.fp8_recipe = make_recipe(self._engine(), fp8_recipe)
         #: The op-list files written for the bridge, by environment variable.
@@ -173,18 +167,24 @@ class HPUPrecision(Precision, ConvertModulesHelpers):
         return require_backend().transformer_engine()
 
     @property
+    def meaning(self) -> PrecisionName:
+        """What this plugin's precision name means (:mod:`lightning_hpu.precision.names`)."""
+        return PRECISIONS[self.precision]
+
+    @property
     def is_mixed(self) -> bool:
-        return self.precision.endswith("-mixed")
+        """A ``"-mixed"`` precision: autocast around fp32 weights, without fp8 layers."""
+        return self.meaning.mixed and not self.meaning.fp8
 
     @property
     def uses_autocast(self) -> bool:
         """Whether the forward runs under ``torch.autocast`` (mixed precisions and fp8)."""
-        return self.is_mixed or self.is_fp8
+        return self.meaning.autocast
 
     @property
     def is_fp8(self) -> bool:
         """Whether the engine's layers run in fp8 (``"fp8"``: bf16 elsewhere, ``"fp8-float16"``: fp16)."""
-        return self.precision.startswith("fp8")
+        return self.meaning.fp8
 
     @property
     def fp8_training_available(self) -> bool:
@@ -198,17 +198,18 @@ class HPUPrecision(Precision, ConvertModulesHelpers):
 
     @property
     def is_true_half(self) -> bool:
-        return self.precision in ("bf16-true", "16-true")
+        """Whether the weights are created and kept in a 16-bit dtype (``"bf16-true"``, ``"transformer-engine"``...)."""
+        return self.meaning.true_half
 
     def autocast_context_manager(self) -> torch.autocast:
         """Autocast on the HPU (the stand-in: the CPU) in this plugin's low-precision dtype."""
-        return torch.autocast(device_type=require_backend().autocast_device_type, dtype=self._dtype)
+        return torch.autocast(device_type=require_backend().autocast_device_type, dtype=self.meaning.compute)
 
     @override
     def convert_module(self, module: Module) -> Module:
         if self.is_fp8:
-            return self._convert_to_fp8(module)
-        return module.to(dtype=self._dtype) if self.is_true_half else module
+            module = self._convert_to_fp8(module)
+        return module.to(dtype=self.meaning.weights) if self.is_true_half else module
 
     def _convert_to_fp8(self, module: Module) -> Module:
         """Swap the selected ``nn.Linear`` layers in place for the engine's, keeping their parameters."""
@@ -219,8 +220,8 @@ class HPUPrecision(Precision, ConvertModulesHelpers):
         self.fp8_layers = [name for name, layer in module.named_modules() if isinstance(layer, engine.Linear)]
         if not self.fp8_layers:
             rank_zero_warn(
-                f"precision='fp8' found no nn.Linear layer to run in fp8 in {type(module).__name__}"
-                " (check `fp8_layer_filter`); the model runs in bf16 autocast only."
+                f"precision={self.precision!r} found no nn.Linear layer to run in fp8 in {type(module).__name__}"
+                f" (check `fp8_layer_filter`); the model runs in {DTYPE_NAMES[self.meaning.compute]} autocast only."
             )
         return module
 
@@ -230,7 +231,7 @@ class HPUPrecision(Precision, ConvertModulesHelpers):
 
     @override
     def tensor_init_context(self) -> AbstractContextManager:
-        return _DtypeContextManager(self._dtype) if self.is_true_half else nullcontext()
+        return _DtypeContextManager(self.meaning.weights) if self.is_true_half else nullcontext()
 
     @override
     def module_init_context(self) -> AbstractContextManager:
@@ -254,6 +255,8 @@ class HPUPrecision(Precision, ConvertModulesHelpers):
     @contextmanager
     def _fp8_context(self) -> Generator[None, None, None]:
         with ExitStack() as stack:
+            if self.is_true_half:  # "transformer-engine": the weights' dtype is the default, as in Lightning
+                stack.enter_context(self._default_dtype_context())
             stack.enter_context(self.autocast_context_manager())
             stack.enter_context(self.fp8_autocast())
             yield
@@ -261,7 +264,7 @@ class HPUPrecision(Precision, ConvertModulesHelpers):
     @contextmanager
     def _default_dtype_context(self) -> Generator[None, None, None]:
         default_dtype = torch.get_default_dtype()
-        torch.set_default_dtype(self._dtype)
+        torch.set_default_dtype(self.meaning.weights)
         try:
             yield
         finally:
@@ -271,7 +274,7 @@ class HPUPrecision(Precision, ConvertModulesHelpers):
     def convert_input(self, data: Any) -> Any:
         if not self.is_true_half:
             return data
-        return apply_to_collection(data, function=_convert_fp_tensor, dtype=Tensor, dst_type=self._dtype)
+        return apply_to_collection(data, function=_convert_fp_tensor, dtype=Tensor, dst_type=self.meaning.weights)
 
     @override
     def convert_output(self, data: Any) -> Any:

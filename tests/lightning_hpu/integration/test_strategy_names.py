@@ -236,25 +236,27 @@ def test_transformer_engine_reaches_the_hpu_fp8_path(owner: str, precision: str,
 
 
 @pytest.mark.parametrize(
-    ("precision", "name", "outside"),
+    ("precision", "outside", "weights"),
     [
-        ("transformer-engine", "fp8", torch.bfloat16),
-        ("transformer-engine-float16", "fp8-float16", torch.float16),
-        ("fp8", "fp8", torch.bfloat16),
-        ("fp8-float16", "fp8-float16", torch.float16),
+        # Lightning's names keep Lightning's meaning: the weights in bf16 (fp16) too.
+        ("transformer-engine", torch.bfloat16, torch.bfloat16),
+        ("transformer-engine-float16", torch.float16, torch.float16),
+        # The HPU's own: fp32 weights, autocast around the engine's layers.
+        ("fp8", torch.bfloat16, torch.float32),
+        ("fp8-float16", torch.float16, torch.float32),
     ],
 )
-def test_transformer_engine_means_hpu_fp8(
-    precision: str, name: str, outside: torch.dtype, standin: Any, monkeypatch: pytest.MonkeyPatch
+def test_the_fp8_names_run_the_engine_layers_in_fp8(
+    precision: str, outside: torch.dtype, weights: torch.dtype, standin: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     te: types.SimpleNamespace = make_fake_engine()
     monkeypatch.setattr(standin, "transformer_engine", lambda: te)
     trainer = Trainer(accelerator="hpu", precision=precision, logger=False)  # type: ignore[arg-type]
     fabric = Fabric(accelerator="hpu", precision=precision)  # type: ignore[arg-type]
     for plugin in (trainer.precision_plugin, fabric.strategy.precision):
-        assert isinstance(plugin, HPUPrecision) and plugin.precision == name
+        assert isinstance(plugin, HPUPrecision) and plugin.precision == precision
         module = plugin.convert_module(torch.nn.Sequential(torch.nn.Linear(3, 2)))
-        assert isinstance(module[0], te.Linear)
+        assert isinstance(module[0], te.Linear) and module[0].weight.dtype == weights
         with plugin.forward_context():
             assert te.state["fp8_active"]
             assert torch.get_autocast_dtype("hpu") == outside
@@ -265,8 +267,8 @@ def test_transformer_engine_means_hpu_fp8(
 @pytest.mark.parametrize(
     ("precision", "outside"),
     [
-        ("transformer-engine", "bf16-mixed"),
-        ("transformer-engine-float16", "16-mixed"),
+        ("transformer-engine", "bf16-true"),
+        ("transformer-engine-float16", "16-true"),
         ("fp8", "bf16-mixed"),
         ("fp8-float16", "16-mixed"),
     ],
@@ -322,7 +324,10 @@ def test_every_precision_the_readme_advertises_works_as_a_string(
 @pytest.mark.parametrize("owner", ["Trainer", "Fabric"])
 def test_hpu_precision_names_need_an_hpu(owner: str, standin: Any) -> None:
     build = Trainer if owner == "Trainer" else Fabric
-    with pytest.raises(HPUConfigurationError, match=rf"^`{owner}\(precision='fp8'\)` is an HPU precision: use it with"):
+    with pytest.raises(HPUConfigurationError, match=r"^Precision 'fp8' is invalid\. Allowed precision values: .*\. "):
+        build(accelerator="cpu", precision="fp8")  # Lightning's words first, then the HPU sentence
+    ours = rf"\. `{owner}\(precision='fp8'\)` is an HPU precision: use it with accelerator='hpu'\.$"
+    with pytest.raises(HPUConfigurationError, match=ours):
         build(accelerator="cpu", precision="fp8")
     # A precision plugin given as well is still refused, as Lightning refuses any such pair.
     with pytest.raises(ValueError, match="Choose one"):

@@ -17,14 +17,16 @@ from lightning_hpu.precision.hpu_precision import HPUPrecision
 class HPUPrecisionPlugin(Precision, HPUPrecision):
     """Precision on HPU for the Trainer: ``Trainer(precision=...)`` maps here when the accelerator is HPU.
 
-    ``Trainer(precision="transformer-engine")`` (Lightning's name for fp8 training) means ``"fp8"`` here, and
-    ``"transformer-engine-float16"`` means ``"fp8-float16"``; pass the plugin as ``plugins=[HPUPrecisionPlugin(...)]``
-    to give op lists or an fp8 recipe. Clipping by norm (``gradient_clip_val`` with the default
-    ``gradient_clip_algorithm="norm"``) uses the device's fused clip (``FusedClipNorm`` on a Gaudi).
+    ``Trainer(precision="transformer-engine")`` (Lightning's name for fp8 training) keeps Lightning's meaning, bf16
+    weights with the engine's layers in fp8 (``"transformer-engine-float16"``: fp16); the HPU's own ``"fp8"`` keeps
+    fp32 weights under bf16 autocast (:mod:`lightning_hpu.precision.names` has the table). Pass the plugin as
+    ``plugins=[HPUPrecisionPlugin(...)]`` to give op lists or an fp8 recipe. Clipping by norm (``gradient_clip_val``
+    with the default ``gradient_clip_algorithm="norm"``) uses the device's fused clip (``FusedClipNorm`` on a Gaudi).
 
     Args:
-        precision: ``"32-true"``, ``"bf16-mixed"``, ``"16-mixed"``, ``"bf16-true"``, ``"16-true"``, ``"fp8"`` or
-            ``"fp8-float16"`` (also Lightning's aliases). fp16 and fp8 need Gaudi2 or later.
+        precision: ``"32-true"``, ``"bf16-mixed"``, ``"16-mixed"``, ``"bf16-true"``, ``"16-true"``,
+            ``"transformer-engine"``, ``"transformer-engine-float16"``, ``"fp8"`` or ``"fp8-float16"`` (also
+            Lightning's aliases). fp16 and fp8 need Gaudi2 or later.
         autocast_lower_precision_ops: aten ops autocast runs in bf16/fp16, replacing the bridge's list.
         autocast_fp32_ops: aten ops autocast runs in fp32, replacing the bridge's list.
         fp8_recipe: fp8 only: a ``DelayedScaling`` recipe or a dict of its arguments.

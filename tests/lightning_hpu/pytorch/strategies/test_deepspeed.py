@@ -375,7 +375,8 @@ def test_transformer_engine_under_deepspeed_trains_the_engine_layers_in_fp8(
     trainer = _trainer("deepspeed", plugins=None, precision="transformer-engine", max_steps=3)
     plugin = trainer.precision_plugin
     assert isinstance(plugin, HPUDeepSpeedPrecisionPlugin)
-    assert plugin.fp8 is not None and plugin.fp8.precision == "fp8" and plugin.precision == "bf16-mixed"
+    # Lightning's name keeps Lightning's meaning: DeepSpeed's bf16 with bf16 weights, the engine's layers in fp8.
+    assert plugin.fp8 is not None and plugin.fp8.precision == "transformer-engine" and plugin.precision == "bf16-true"
     trainer.fit(model, example.dataloader())
     # The engine's layers replaced nn.Linear, keeping the module's own parameters; DeepSpeed ran them in bf16.
     assert isinstance(model.l1, te.Linear) and isinstance(model.l2[1], te.Linear)

@@ -25,7 +25,7 @@ else:
     _DeepSpeedMethods = StrategyMethods
 
 
-class HPUDeepSpeedHooks(_DeepSpeedMethods):
+class DeepSpeedHooks(_DeepSpeedMethods):
     """What both ``HPUDeepSpeedStrategy`` classes (Trainer and Fabric) change in Lightning's: the checks before any
     process starts, no CUDA check at set-up, and HCCL prepared before DeepSpeed makes its process group. Mix it in
     right before ``DeepSpeedStrategy``."""
@@ -53,7 +53,7 @@ class HPUDeepSpeedHooks(_DeepSpeedMethods):
         """Every piece's set-up (the mixins before this one reach it through ``super()``: the rank watchdog starts
         once it returns), without ``DeepSpeedStrategy``'s own, whose CUDA-only accelerator check refuses the HPU (the
         connector already requires the HPU accelerator): on to the accelerator and the process group."""
-        skipping_next(self, HPUDeepSpeedHooks, "setup_environment")()
+        skipping_next(self, DeepSpeedHooks, "setup_environment")()
 
     @override
     def _get_process_group_backend(self) -> str:
@@ -67,4 +67,4 @@ class HPUDeepSpeedHooks(_DeepSpeedMethods):
         super()._init_deepspeed_distributed()
 
 
-__all__ = ["HPUDeepSpeedHooks"]
+__all__ = ["DeepSpeedHooks"]

@@ -10,7 +10,7 @@ from lightning_hpu.distributed import sharding
 from lightning_hpu.distributed.strategy_methods import StrategyMethods, skipping_next
 
 
-class HPUFSDPHooks(StrategyMethods):
+class FSDPHooks(StrategyMethods):
     """What both ``HPUFSDPStrategy`` classes (Trainer and Fabric) add to Lightning's: the checks before launch, the
     precision plugin the connector gives, the set-up on the HPU and FSDP's wrapping arguments. Mix it in right before
     ``FSDPStrategy``."""
@@ -39,14 +39,15 @@ class HPUFSDPHooks(StrategyMethods):
         """The accelerator, HCCL's process group and FSDP's device mesh on the HPU, in place of what Lightning's
         ``FSDPStrategy`` does here (its process group and mesh assume CUDA). Reached through the mixins before this
         one (the rank watchdog starts once it returns)."""
-        skipping_next(self, HPUFSDPHooks, "setup_environment")()  # what every strategy sets up: the accelerator
+        skipping_next(self, FSDPHooks, "setup_environment")()  # what every strategy sets up: the accelerator
         self._setup_distributed()
         sharding.set_fsdp_device_mesh(
             self._given_fsdp_kwargs(), self.sharding_strategy, self.num_nodes, self.num_processes
         )
 
     def _setup_distributed(self) -> None:
-        """Seed, ranks and the default process group over HCCL (each side sets its ranks under its own name)."""
+        """Seed, ranks and the default process group over HCCL: :class:`~lightning_hpu.distributed.hccl.
+        HCCLProcessGroupHooks`, mixed in before this piece."""
         raise NotImplementedError
 
     def _given_fsdp_kwargs(self) -> dict[str, Any]:
@@ -68,4 +69,4 @@ class HPUFSDPHooks(StrategyMethods):
         }
 
 
-__all__ = ["HPUFSDPHooks"]
+__all__ = ["FSDPHooks"]

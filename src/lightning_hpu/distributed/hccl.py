@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from lightning.fabric.plugins import ClusterEnvironment
 from lightning.fabric.utilities.distributed import _init_dist_connection
+from lightning.fabric.utilities.seed import reset_seed
 from typing_extensions import override
 
 from lightning_hpu.device.selection import selection_of
@@ -77,13 +78,30 @@ def hccl_backend_name(strategy: ProcessGroupOwner) -> str:
     return requested_backend(strategy) or backend
 
 
-class HCCLBackendHooks(StrategyMethods):
-    """Mixin of the Trainer's and Fabric's ``DDPStrategy`` subclasses: the process group's backend, asked for as
-    Lightning asks (``_get_process_group_backend``, one name in both trees), once HCCL is prepared for this process."""
+class HCCLProcessGroupHooks(StrategyMethods):
+    """Strategy mixin (Trainer and Fabric: DDP, FSDP, model parallel): the default process group over HCCL.
+
+    ``_setup_distributed`` is where Lightning's FSDP and model-parallel strategies (and Fabric's DDP) make their group:
+    here it is the seed, the world ranks and :func:`init_hccl_process_group`; the Trainer's DDP and FSDP pieces call it
+    from their own set-up (``setup_distributed``, ``setup_environment``). ``_get_process_group_backend``, asked as
+    Lightning asks (one name in both trees), answers once HCCL is prepared for this process.
+    """
+
+    _process_group_backend: str | None
+    #: Seed again from ``seed_everything``'s seed at set-up, as Lightning's strategies do (not Fabric's DDP).
+    reset_seed_at_setup: bool = True
 
     @override
     def _get_process_group_backend(self) -> str:
         return hccl_backend_name(self)
+
+    def _setup_distributed(self) -> None:
+        """Seed, ranks and the default process group over HCCL (Lightning's ``_setup_distributed``, for HCCL)."""
+        if self.reset_seed_at_setup:
+            reset_seed()
+        # Lightning's name for it: ``set_world_ranks`` in the Trainer, ``_set_world_ranks`` in Fabric.
+        getattr(self, "set_world_ranks" if hasattr(self, "set_world_ranks") else "_set_world_ranks")()
+        self._process_group_backend = init_hccl_process_group(self)
 
 
 def init_hccl_process_group(strategy: ProcessGroupOwner) -> str:

@@ -23,7 +23,7 @@ from lightning_hpu.distributed.deepspeed_config import (
     initialize_engine,
     register_deepspeed_presets,
 )
-from lightning_hpu.distributed.deepspeed_hooks import HPUDeepSpeedHooks
+from lightning_hpu.distributed.deepspeed_hooks import DeepSpeedHooks
 from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks
 from lightning_hpu.fabric.strategies.hccl import FabricHCCLParallelHooks
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from deepspeed import DeepSpeedEngine
 
 
-class HPUDeepSpeedStrategy(FabricHPUStrategyHooks, FabricHCCLParallelHooks, HPUDeepSpeedHooks, DeepSpeedStrategy):
+class HPUDeepSpeedStrategy(FabricHPUStrategyHooks, FabricHCCLParallelHooks, DeepSpeedHooks, DeepSpeedStrategy):
     """Fabric DeepSpeed (ZeRO 1-3, offload, bf16) on HPUs (``strategy="hpu_deepspeed"``, or ``"deepspeed"``).
 
     Takes every argument of Fabric's :class:`~lightning.fabric.strategies.DeepSpeedStrategy`.

@@ -1,6 +1,6 @@
 """Fabric FSDP over HCCL; the Trainer's counterpart is :mod:`lightning_hpu.pytorch.strategies.fsdp`.
 
-Both share their code, below both trees (:class:`~lightning_hpu.distributed.fsdp_hooks.HPUFSDPHooks`, and
+Both share their code, below both trees (:class:`~lightning_hpu.distributed.fsdp_hooks.FSDPHooks`, and
 :mod:`lightning_hpu.distributed`'s ``sharding`` and ``fsdp_state``):
 HCCL process group, eager mode only, FSDP on this process's HPU, HCCL-safe ``all_reduce``/``all_gather``/
 ``broadcast``, sharded checkpoints through ``torch.distributed.checkpoint``.
@@ -21,18 +21,19 @@ from torch.optim import Optimizer
 from typing_extensions import override
 
 from lightning_hpu.distributed import fsdp_state, sharding
-from lightning_hpu.distributed.fsdp_hooks import HPUFSDPHooks
+from lightning_hpu.distributed.fsdp_hooks import FSDPHooks
+from lightning_hpu.distributed.hccl import HCCLProcessGroupHooks
 from lightning_hpu.distributed.strategy_parts import PrecisionPluginAttribute
 from lightning_hpu.fabric.plugins.fsdp_precision import HPUFSDPPrecision
 from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks
-from lightning_hpu.fabric.strategies.hccl import FabricHCCLParallelHooks, FabricHCCLProcessGroupHooks
+from lightning_hpu.fabric.strategies.hccl import FabricHCCLParallelHooks
 
 #: Lightning's Fabric FSDP refuses a filter for a sharded checkpoint with these words (a full one, it filters).
 SHARDED_FILTER_REFUSAL = "FSDP doesn't support loading sharded filtered checkpoints, so saving them is disabled. "
 
 
 class HPUFSDPStrategy(
-    FabricHPUStrategyHooks, FabricHCCLParallelHooks, FabricHCCLProcessGroupHooks, HPUFSDPHooks, FSDPStrategy
+    FabricHPUStrategyHooks, FabricHCCLParallelHooks, HCCLProcessGroupHooks, FSDPHooks, FSDPStrategy
 ):
     """Fabric FSDP over HCCL (``strategy="hpu_fsdp"``; ``"fsdp"`` maps here on HPU). Arguments as Lightning's."""
 

@@ -22,15 +22,16 @@ from lightning_hpu.distributed.context_parallel import (
     keep_replicated,
     needs_no_parallelization,
 )
+from lightning_hpu.distributed.hccl import HCCLProcessGroupHooks
 from lightning_hpu.fabric.strategies.base import FabricHPUStrategyHooks
-from lightning_hpu.fabric.strategies.hccl import FabricHCCLParallelHooks, FabricHCCLProcessGroupHooks
+from lightning_hpu.fabric.strategies.hccl import FabricHCCLParallelHooks
 from lightning_hpu.runtime import HPUConfigurationError
 
 
 class HPUModelParallelStrategy(
     FabricHPUStrategyHooks,
     FabricHCCLParallelHooks,
-    FabricHCCLProcessGroupHooks,
+    HCCLProcessGroupHooks,
     ContextParallelHooks,
     ModelParallelStrategy,
 ):

@@ -38,7 +38,7 @@ from lightning_hpu.distributed.deepspeed_config import (
     register_deepspeed_presets,
     split_inference_config,
 )
-from lightning_hpu.distributed.deepspeed_hooks import HPUDeepSpeedHooks
+from lightning_hpu.distributed.deepspeed_hooks import DeepSpeedHooks
 from lightning_hpu.pytorch.strategies.base import HPUStrategyHooks
 from lightning_hpu.pytorch.strategies.hccl import HCCLParallelHooks
 from lightning_hpu.runtime import require_backend
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     import deepspeed
 
 
-class HPUDeepSpeedStrategy(HPUStrategyHooks, HCCLParallelHooks, HPUDeepSpeedHooks, DeepSpeedStrategy):
+class HPUDeepSpeedStrategy(HPUStrategyHooks, HCCLParallelHooks, DeepSpeedHooks, DeepSpeedStrategy):
     """DeepSpeed (ZeRO 1-3, offload, bf16, activation checkpointing, inference) on HPUs.
 
     Args:
@@ -103,7 +103,7 @@ class HPUDeepSpeedStrategy(HPUStrategyHooks, HCCLParallelHooks, HPUDeepSpeedHook
         """Refuse what the HPU cannot run, and warn where the Intel Gaudi software lists a limitation."""
         self._check_for_device(str(self.precision_plugin.precision), self.inference_config, owner="Trainer")
 
-    # --- what Lightning's strategy assumes about CUDA (its set-up check is skipped by HPUDeepSpeedHooks) -----
+    # --- what Lightning's strategy assumes about CUDA (its set-up check is skipped by DeepSpeedHooks) -----
     @override
     def setup_distributed(self) -> None:
         # No device-index check: every HPU process uses the unindexed device its bridge binds to its local rank.

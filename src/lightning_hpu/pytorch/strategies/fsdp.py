@@ -10,7 +10,6 @@ from typing import Any
 import torch
 from lightning.fabric.strategies.fsdp import _is_sharded_checkpoint
 from lightning.fabric.utilities.load import _METADATA_FILENAME
-from lightning.fabric.utilities.seed import reset_seed
 from lightning.fabric.utilities.types import _PATH
 from lightning.pytorch.core.optimizer import LightningOptimizer
 from lightning.pytorch.strategies import FSDPStrategy
@@ -20,15 +19,15 @@ from torch.optim import Optimizer
 from typing_extensions import override
 
 from lightning_hpu.distributed import fsdp_state, sharding
-from lightning_hpu.distributed.fsdp_hooks import HPUFSDPHooks
-from lightning_hpu.distributed.hccl import init_hccl_process_group
+from lightning_hpu.distributed.fsdp_hooks import FSDPHooks
+from lightning_hpu.distributed.hccl import HCCLProcessGroupHooks
 from lightning_hpu.distributed.strategy_parts import PrecisionPluginAttribute
 from lightning_hpu.pytorch.plugins.fsdp_precision import HPUFSDPPrecisionPlugin
 from lightning_hpu.pytorch.strategies.base import HPUStrategyHooks
 from lightning_hpu.pytorch.strategies.hccl import HCCLParallelHooks
 
 
-class HPUFSDPStrategy(HPUStrategyHooks, HCCLParallelHooks, HPUFSDPHooks, FSDPStrategy):
+class HPUFSDPStrategy(HPUStrategyHooks, HCCLParallelHooks, HCCLProcessGroupHooks, FSDPHooks, FSDPStrategy):
     """FSDP over HCCL on several HPUs and nodes (``strategy="hpu_fsdp"``; ``"fsdp"`` maps here on HPU).
 
     Every argument of Lightning's ``FSDPStrategy`` keeps its meaning (``auto_wrap_policy``,
@@ -46,12 +45,6 @@ class HPUFSDPStrategy(HPUStrategyHooks, HCCLParallelHooks, HPUFSDPHooks, FSDPStr
     precision_type = HPUFSDPPrecisionPlugin
     #: Only an :class:`HPUFSDPPrecisionPlugin` (``"32-true"`` until one is set): FSDP's mixed precision is the plugin's.
     precision_plugin = PrecisionPluginAttribute(HPUFSDPPrecisionPlugin, "Trainer")  # type: ignore[override]  # setter: any plugin
-
-    @override
-    def _setup_distributed(self) -> None:
-        reset_seed()
-        self.set_world_ranks()
-        self._process_group_backend = init_hccl_process_group(self)
 
     @override
     def _given_fsdp_kwargs(self) -> dict[str, Any]:

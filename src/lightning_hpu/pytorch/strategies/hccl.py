@@ -4,16 +4,18 @@
 ``broadcast`` through :mod:`lightning_hpu.distributed.collectives` (no ``AVG`` or ``PRODUCT`` reduce, and no ``int64``
 tensor where the device holds it as ``int32``, reaches HCCL), SIGTERM agreed on over a host-side group
 (:class:`~lightning_hpu.pytorch.strategies.sigterm.SigtermAgreementHooks`), and the rank watchdog. The DeepSpeed
-strategy makes its own process group, and the sharded strategies (FSDP, model parallel) make theirs in their own
-set-up; a ``DDPStrategy`` subclass (``HPUParallelStrategy``) takes :class:`HCCLDDPHooks`, which adds the HCCL process
-group. What both sides share is written once, below both, in :mod:`lightning_hpu.distributed.hccl_collectives`.
+strategy makes its own process group; the sharded strategies (FSDP, model parallel) take it from the piece both trees
+share, :class:`~lightning_hpu.distributed.hccl.HCCLProcessGroupHooks`, and a ``DDPStrategy`` subclass
+(``HPUParallelStrategy``) takes :class:`HCCLDDPHooks`, which makes that group at DDP's ``setup_distributed``. What both
+sides share is written once, below both, in :mod:`lightning_hpu.distributed.hccl_collectives` and
+:mod:`lightning_hpu.distributed.hccl`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from lightning.fabric.utilities.seed import reset_seed
 from lightning.fabric.utilities.types import ReduceOp
 from lightning.pytorch.strategies import DDPStrategy, ParallelStrategy
 from lightning.pytorch.strategies.launchers import _MultiProcessingLauncher, _SubprocessScriptLauncher
@@ -23,7 +25,7 @@ from typing_extensions import override
 from lightning_hpu.distributed import collectives
 from lightning_hpu.distributed.hccl import (
     GAUDI_DDP_DEFAULTS,
-    HCCLBackendHooks,
+    HCCLProcessGroupHooks,
     init_hccl_process_group,
     with_gaudi_ddp_defaults,
 )
@@ -38,6 +40,18 @@ __all__ = [
     "init_hccl_process_group",
     "with_gaudi_ddp_defaults",
 ]
+
+
+def _noted_step(stage: str) -> Callable[..., Any]:
+    """The Trainer's ``<stage>_step`` for :class:`HCCLParallelHooks`: noted for the rank watchdog's report (``"training
+    step 4"``), then Lightning's. One override, made for each of the four step methods."""
+
+    def step(self: HCCLParallelHooks, *args: Any, **kwargs: Any) -> Any:
+        self._note_step(stage)
+        return getattr(super(HCCLParallelHooks, self), f"{stage}_step")(*args, **kwargs)
+
+    step.__name__ = step.__qualname__ = f"{stage}_step"
+    return step
 
 
 class HCCLParallelHooks(HCCLCollectiveHooks, SigtermAgreementHooks, ParallelStrategy):
@@ -66,25 +80,10 @@ class HCCLParallelHooks(HCCLCollectiveHooks, SigtermAgreementHooks, ParallelStra
             count = self._steps_started[stage] = self._steps_started.get(stage, 0) + 1
             self._watchdog.note(f"{stage} step {count}")
 
-    @override
-    def training_step(self, *args: Any, **kwargs: Any) -> Any:
-        self._note_step("training")
-        return super().training_step(*args, **kwargs)
-
-    @override
-    def validation_step(self, *args: Any, **kwargs: Any) -> Any:
-        self._note_step("validation")
-        return super().validation_step(*args, **kwargs)
-
-    @override
-    def test_step(self, *args: Any, **kwargs: Any) -> Any:
-        self._note_step("test")
-        return super().test_step(*args, **kwargs)
-
-    @override
-    def predict_step(self, *args: Any, **kwargs: Any) -> Any:
-        self._note_step("predict")
-        return super().predict_step(*args, **kwargs)
+    training_step = override(_noted_step("training"))
+    validation_step = override(_noted_step("validation"))
+    test_step = override(_noted_step("test"))
+    predict_step = override(_noted_step("predict"))
 
     @override
     def on_exception(self, exception: BaseException) -> None:
@@ -95,22 +94,13 @@ class HCCLParallelHooks(HCCLCollectiveHooks, SigtermAgreementHooks, ParallelStra
         if hasattr(exception, "add_note"):
             exception.add_note(f"lightning-hpu: {reason}")
 
-    @override
-    def teardown(self) -> None:
-        if self._watchdog is not None:
-            self._watchdog.close()
-            self._watchdog = None
-        super().teardown()
 
-
-class HCCLDDPHooks(HCCLParallelHooks, HCCLBackendHooks, DDPStrategy):
+class HCCLDDPHooks(HCCLParallelHooks, HCCLProcessGroupHooks, DDPStrategy):
     """Trainer mixin: HCCL process group and HCCL-safe collectives for a ``DDPStrategy`` subclass."""
 
     @override
     def setup_distributed(self) -> None:
-        reset_seed()
-        self.set_world_ranks()
-        self._process_group_backend = init_hccl_process_group(self)
+        self._setup_distributed()
 
     @override
     def determine_ddp_device_ids(self) -> list[int] | None:

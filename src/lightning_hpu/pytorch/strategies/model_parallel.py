@@ -10,7 +10,6 @@ from typing import Any, Literal
 import lightning.pytorch as pl
 from lightning.fabric.plugins.collectives.torch_collective import default_pg_timeout
 from lightning.fabric.strategies.registry import _StrategyRegistry
-from lightning.fabric.utilities.seed import reset_seed
 from lightning.pytorch.strategies import ModelParallelStrategy
 from lightning.pytorch.utilities.model_helpers import is_overridden
 from torch import Tensor
@@ -22,13 +21,15 @@ from lightning_hpu.distributed.context_parallel import (
     connect_attention,
     needs_no_parallelization,
 )
-from lightning_hpu.distributed.hccl import init_hccl_process_group
+from lightning_hpu.distributed.hccl import HCCLProcessGroupHooks
 from lightning_hpu.pytorch.plugins.model_parallel_precision import HPUModelParallelPrecisionPlugin
 from lightning_hpu.pytorch.strategies.base import HPUStrategyHooks
 from lightning_hpu.pytorch.strategies.hccl import HCCLParallelHooks
 
 
-class HPUModelParallelStrategy(HPUStrategyHooks, HCCLParallelHooks, ContextParallelHooks, ModelParallelStrategy):
+class HPUModelParallelStrategy(
+    HPUStrategyHooks, HCCLParallelHooks, HCCLProcessGroupHooks, ContextParallelHooks, ModelParallelStrategy
+):
     """FSDP2 and tensor parallelism over HCCL (``strategy="hpu_model_parallel"``; ``"model_parallel"`` maps here).
 
     The LightningModule's ``configure_model`` applies ``fully_shard`` and ``parallelize_module`` over
@@ -83,13 +84,6 @@ class HPUModelParallelStrategy(HPUStrategyHooks, HCCLParallelHooks, ContextParal
             super().setup_environment()
         assert self.lightning_module is not None
         self.lightning_module._device_mesh = self._device_mesh
-
-    @override
-    def _setup_distributed(self) -> None:
-        super(ModelParallelStrategy, self).setup_environment()  # the accelerator, as Lightning's does here
-        reset_seed()
-        self.set_world_ranks()
-        self._process_group_backend = init_hccl_process_group(self)
 
     @override
     def setup(self, trainer: pl.Trainer) -> None:

@@ -6,7 +6,13 @@ The filters are appended: a filter the user set earlier (``python -W error``, ``
 
 from __future__ import annotations
 
+import re
 import warnings
+
+from lightning_hpu.precision.names import PRECISIONS
+
+#: The precisions whose weights stay fp32 (autocast around them), which Lightning's model summary does not size.
+_FP32_WEIGHTS = "|".join(re.escape(name) for name, meaning in PRECISIONS.items() if meaning.mixed)
 
 #: (category, message regex, module regex, why it says nothing to the user).
 LIGHTNING_NOISE: tuple[tuple[type[Warning], str, str, str], ...] = (
@@ -18,7 +24,7 @@ LIGHTNING_NOISE: tuple[tuple[type[Warning], str, str, str], ...] = (
     ),
     (
         UserWarning,
-        r"Precision (bf16-mixed|16-mixed|fp8|fp8-float16) is not supported by the model summary",
+        rf"Precision ({_FP32_WEIGHTS}) is not supported by the model summary",
         r"lightning\.pytorch\.utilities\.model_summary\.model_summary",
         "under mixed precision (and fp8) the weights stay fp32, so the summary's 32-bit size estimate is right",
     ),

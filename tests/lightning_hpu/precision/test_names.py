@@ -13,6 +13,7 @@ from lightning.fabric.plugins.precision.fsdp import FSDPPrecision
 from lightning.fabric.plugins.precision.precision import _PRECISION_INPUT_STR_ALIAS_CONVERSION
 from lightning.fabric.strategies import ModelParallelStrategy
 
+from lightning_hpu.precision.hpu_precision import HPUPrecisionInput
 from lightning_hpu.precision.names import ALIASES, PRECISIONS, hpu_names, hpu_only_names, lookup
 
 
@@ -23,6 +24,7 @@ def test_lightnings_names_and_spellings_are_the_tables() -> None:
         assert lookup(number) is PRECISIONS[_PRECISION_INPUT_STR_ALIAS_CONVERSION[str(number)]]
     assert hpu_only_names() == ("fp8", "fp8-float16")
     assert "64-true" not in hpu_names() and "transformer-engine" in hpu_names()
+    assert set(get_args(HPUPrecisionInput)) == set(hpu_names()), "the plugins' type hint lists the HPU's names"
 
 
 @pytest.mark.parametrize("given", [None, True, "bf16_mixed", "fp16", 8, 1.5])

@@ -91,6 +91,24 @@ def test_compute_precision(name: str, expected: str) -> None:
     assert compute_precision(Plugin()) == expected
 
 
+def test_compute_precision_of_deepspeeds_fp8_side_and_of_names_of_no_table() -> None:
+    class FP8Side:
+        is_fp8 = True
+
+    class DeepSpeedPlugin:  # the HPU DeepSpeed plugin names DeepSpeed's precision and keeps its fp8 side apart
+        precision = "bf16-mixed"
+        fp8: FP8Side | None = FP8Side()
+
+    assert compute_precision(DeepSpeedPlugin()) == "fp8"
+    DeepSpeedPlugin.fp8 = None
+    assert compute_precision(DeepSpeedPlugin()) == "bf16"
+
+    class Quantized:
+        precision = "nf4"
+
+    assert compute_precision(Quantized()) == "fp32"
+
+
 @pytest.mark.parametrize("bad", [0, -1.0, "432e12", True])
 def test_available_flops_refuses_non_positive_numbers(bad: Any) -> None:
     with pytest.raises(ValueError, match="`available_flops` must be a positive number"):

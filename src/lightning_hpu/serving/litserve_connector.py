@@ -18,7 +18,7 @@ import litserve
 from litserve import connector, server
 
 from lightning_hpu.device.selection import read_devices
-from lightning_hpu.runtime import require_backend
+from lightning_hpu.runtime import require_backend, settings
 from lightning_hpu.serving import litserve_worker
 from lightning_hpu.serving.accelerator_choice import wants_hpu
 from lightning_hpu.serving.patching import check_methods, wrap
@@ -31,7 +31,7 @@ def hpu_device_indices(devices: Any) -> list[int]:
     """The HPU of each LitServe device: its index among the visible HPUs (``devices=[2, 3]`` names the third and
     fourth), checked against the HPUs this machine has; refuses, in one sentence, what the Trainer refuses."""
     selection = read_devices(devices)
-    count = selection.number(require_backend().device_count())
+    count = selection.number(len(settings.visible_modules(require_backend().device_count())))
     return list(selection.indices) if selection.indices is not None else list(range(count))
 
 

@@ -1,6 +1,7 @@
 """LitServe's inference workers on stand-in HPUs, served by a script with no lightning_hpu import
 (``tests/scenarios/litserve_scenario.py``): one server run with two HPUs, a batching and a streaming endpoint, whose
-workers each answer from their own HPU module with the values the CPU computes, and die with the server."""
+workers each answer from their own HPU module with the values the CPU computes, and die with the server; and one
+worker's binding, in this process."""
 
 from __future__ import annotations
 
@@ -22,8 +23,11 @@ pytest.importorskip("litserve", reason="needs LitServe: pip install 'lightning-h
 
 import torch
 
+from lightning_hpu.runtime import HPUConfigurationError
+from lightning_hpu.serving import litserve_worker
 from tests.helpers.paths import SCENARIOS
 from tests.helpers.processes import alive, free_port, scenario_environment
+from tests.helpers.standin import reset_backend
 from tests.scenarios.litserve_scenario import make_model
 
 SCENARIO = SCENARIOS / "litserve_scenario.py"
@@ -115,3 +119,22 @@ def test_the_switch_off_leaves_litserve_as_it_is() -> None:
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]
     assert last == "ValueError: accelerator must be one of 'auto', 'cpu', 'mps', 'cuda', or 'gpu'. Found: hpu", last
+
+
+def test_a_worker_binds_its_hpu_then_runs_litserves_worker(standin: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LIGHTNING_HPU_CPU_DEVICES", "2")
+    reset_backend()
+    monkeypatch.setenv("HLS_MODULE_ID", "")
+    monkeypatch.delenv("HLS_MODULE_ID")  # recorded as unset: the binding below is undone after the test
+    calls: list[tuple[Any, ...]] = []
+    followed: list[int] = []
+    monkeypatch.setattr("litserve.loops.inference_worker", lambda api, device, *rest: calls.append((device, *rest)))
+    monkeypatch.setattr(litserve_worker, "follow_launcher", followed.append)
+    litserve_worker.inference_worker("api", "cpu", 7)
+    assert calls == [("cpu", 7)] and not followed and "HLS_MODULE_ID" not in os.environ, "other devices: LitServe's"
+    litserve_worker.inference_worker("api", "hpu:1", 7)
+    assert calls[-1] == ("hpu", 7) and followed == [os.getppid()] and os.environ["HLS_MODULE_ID"] == "1"
+    assert torch.ones(1, device="hpu").device == torch.device("hpu", 1), "the process opened module 1"
+    with pytest.raises(HPUConfigurationError, match=r"^LitServe's inference worker for 'hpu:0' binds this process to"
+                       r" HPU module 0, but HLS_MODULE_ID=1 already binds"):  # fmt: skip
+        litserve_worker.bind_worker("hpu:0")

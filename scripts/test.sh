@@ -8,6 +8,8 @@
 #   bash scripts/test.sh --leg all           # the three in turn, as CI runs them (.ci/run)
 #   bash scripts/test.sh --leg gaudi-1.24    # Python 3.10, torch 2.10.0 (Intel Gaudi 1.24.0's), Transformers 4.55
 #   bash scripts/test.sh --leg gaudi-1.24.1  # Python 3.12, torch 2.11.0 (Intel Gaudi 1.24.1's)
+#   bash scripts/test.sh --leg lightning-head CHECKOUT  # Python 3.11, torch 2.13.0, Lightning's development head built
+#                                            # offline from CHECKOUT, a git clone of Lightning's repository (not in CI)
 # Unless a leg names one, Lightning and Transformers are the newest releases pyproject.toml admits (Transformers 5.x).
 # PyPI's Linux builds of torch other than the pinned one are CUDA builds (several GB; they run without a GPU): the
 # stand-in turns CUDA off in its processes (gaudi_standin.startup.early_load). pip's cache is shared by the legs.
@@ -29,17 +31,27 @@ LEGS=(
     "newest:3.12:2.15.0::"
     "gaudi-1.24:3.10:2.10.0::4.55"
     "gaudi-1.24.1:3.12:2.11.0::"
+    "lightning-head:3.11:2.13.0::"
 )
 
 leg_arg=pinned
 if [ "${1:-}" = "--leg" ]; then
-    leg_arg="${2:?--leg needs a name: pinned, oldest, newest, gaudi-1.24, gaudi-1.24.1 or all}"
+    leg_arg="${2:?--leg needs a name: pinned, oldest, newest, gaudi-1.24, gaudi-1.24.1, lightning-head or all}"
     shift 2
+fi
+lightning_checkout=""
+if [ "$leg_arg" = lightning-head ]; then
+    if [ -z "${1:-}" ]; then
+        echo "--leg lightning-head needs the path of a git clone of Lightning's repository after it (git clone https://github.com/Lightning-AI/pytorch-lightning)." >&2
+        exit 2
+    fi
+    lightning_checkout="$1"
+    shift
 fi
 case "$leg_arg" in
     all) selected=(pinned oldest newest) ;;
-    pinned | oldest | newest | gaudi-1.24 | gaudi-1.24.1) selected=("$leg_arg") ;;
-    *) echo "--leg $leg_arg: no such leg; use pinned, oldest, newest, gaudi-1.24, gaudi-1.24.1 or all." >&2; exit 2 ;;
+    pinned | oldest | newest | gaudi-1.24 | gaudi-1.24.1 | lightning-head) selected=("$leg_arg") ;;
+    *) echo "--leg $leg_arg: no such leg; use pinned, oldest, newest, gaudi-1.24, gaudi-1.24.1, lightning-head or all." >&2; exit 2 ;;
 esac
 
 summary=()
@@ -136,6 +148,34 @@ sys.exit(sys.version.split()[0].rsplit('.', 1)[0] != '$python_version' or torch.
     }
 }
 
+# Installs Lightning (lightning, pytorch_lightning and lightning_fabric) from the git checkout $2 into venv $1, over the
+# release lightning-hpu[test] brought, offline: Lightning's setup.py builds each package from the checkout's src/
+# (PACKAGE_NAME; it writes the standalone packages' sources into the checkout's src/, which Lightning's .gitignore
+# lists), with the venv's setuptools (no build isolation) and the release's dependencies (--no-deps). The commit
+# installed is kept in the venv: the next run rebuilds only when the checkout has moved.
+install_lightning_checkout() {
+    local venv="$1" checkout="$2" constraints="$3" commit package
+    if [ ! -f "$checkout/setup.py" ] || [ ! -d "$checkout/src/lightning" ] || ! commit="$(git -C "$checkout" rev-parse HEAD 2>/dev/null)"; then
+        echo "leg lightning-head cannot run: $checkout is not a git checkout of Lightning's repository (git clone https://github.com/Lightning-AI/pytorch-lightning)." >&2
+        return 1
+    fi
+    checkout="$(cd "$checkout" && pwd)"
+    if [ "$(cat "$venv/lightning-head" 2>/dev/null)" = "$checkout $commit" ]; then
+        return 0
+    fi
+    leg_pip "$venv" "$constraints" install -q setuptools wheel packaging || {
+        echo "leg lightning-head cannot run: pip could not install setuptools, wheel and packaging into $venv to build Lightning (see above)." >&2
+        return 1
+    }
+    for package in fabric pytorch lightning; do
+        PACKAGE_NAME=$package leg_pip "$venv" "$constraints" install -q --no-deps --no-build-isolation --force-reinstall "$checkout" || {
+            echo "leg lightning-head cannot run: Lightning's package '$package' could not be built from $checkout at ${commit:0:10} (see above)." >&2
+            return 1
+        }
+    done
+    echo "$checkout $commit" > "$venv/lightning-head"
+}
+
 # Runs the test suite (and, on the pinned leg, ruff and mypy) in venv $2; pytest gets the remaining arguments.
 run_suite() {
     local leg="$1" venv="$2" torch_version
@@ -178,6 +218,9 @@ for leg in "${selected[@]}"; do
     else
         venv=".venv-$leg"
         setup_leg_venv "$leg" "$python_version" "$torch_version" "$lightning_version" "$transformers_series" || venv=""
+        if [ -n "$venv" ] && [ "$leg" = lightning-head ]; then
+            install_lightning_checkout "$venv" "$lightning_checkout" "build/constraints-$leg.txt" || venv=""
+        fi
     fi
     set_up=$(($(date +%s) - start))
     if [ -z "$venv" ]; then
@@ -186,6 +229,10 @@ for leg in "${selected[@]}"; do
         continue
     fi
     versions="$("$venv/bin/python" -c "import sys, torch, lightning, transformers; print(f'Python {sys.version.split()[0]}, torch {torch.__version__}, Lightning {lightning.__version__}, Transformers {transformers.__version__}')")"
+    if [ "$leg" = lightning-head ]; then
+        read -r _ commit < "$venv/lightning-head"
+        versions="$versions (Lightning's commit ${commit:0:10}, $(git -C "$lightning_checkout" log -1 --format=%cs "$commit"))"
+    fi
     echo "=== leg $leg: $versions, set up in $(duration $set_up)"
     start=$(date +%s)
     status=passed

@@ -54,9 +54,16 @@ def vote_each_batch(original: Callable[..., None]) -> Callable[..., None]:
             return
         if strategy.any_rank_signalled():
             self.trainer._signal_connector.received_sigterm = True
-            raise SIGTERMException(SIGTERM_EXIT_CODE)
+            raise sigterm_exception()
 
     return wrapper
+
+
+def sigterm_exception() -> SIGTERMException:
+    """Lightning's ``SIGTERMException`` with the non-zero exit status: Lightning's development head (after 2.6.5)
+    gives it 143 itself and takes no argument; 2.6 leaves it 0 unless given one."""
+    error = SIGTERMException()
+    return error if error.code else SIGTERMException(SIGTERM_EXIT_CODE)
 
 
 def record_signal(original: Callable[..., None]) -> Callable[..., None]:

@@ -79,9 +79,10 @@ def _test_legs() -> dict[str, tuple[str, str, str, str]]:
 def test_ci_legs_are_the_ends_of_the_ranges() -> None:
     """scripts/test.sh's oldest leg runs the lowest Python, torch and Lightning of the matrix; its newest leg the
     highest Python and torch minor releases; its Gaudi legs the torch of Intel Gaudi 1.24.0 (2.10) and 1.24.1 (2.11);
-    CI runs the first three."""
+    CI runs the first three (``--leg all``), not the leg of Lightning's development head (it needs a checkout)."""
     legs = _test_legs()
-    assert set(legs) == {"pinned", "oldest", "newest", "gaudi-1.24", "gaudi-1.24.1"}
+    assert set(legs) == {"pinned", "oldest", "newest", "gaudi-1.24", "gaudi-1.24.1", "lightning-head"}
+    assert "    all) selected=(pinned oldest newest) ;;" in (ROOT / "scripts/test.sh").read_text()
     for leg, gaudi_torch in (("gaudi-1.24", (2, 10)), ("gaudi-1.24.1", (2, 11))):
         assert release(legs[leg][1])[:2] == gaudi_torch and RANGES["torch"].contains(legs[leg][1]), leg
     assert "scripts/test.sh --leg all" in (ROOT / ".ci/run").read_text()

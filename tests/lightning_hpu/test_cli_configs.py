@@ -13,6 +13,7 @@ import contextlib
 import copy
 import enum
 import io
+import sys
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -34,6 +35,12 @@ pytest.importorskip("jsonargparse")
 
 #: What every config's Trainer gets: one HPU, two training steps, no validation, quiet, under the test's directory.
 RUN = {"accelerator": "hpu", "devices": 1, "max_steps": 2, "limit_val_batches": 0}
+
+
+@pytest.fixture(autouse=True)
+def _no_command_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """LightningCLI reads its ``args``, not pytest's command line (which it warns about)."""
+    monkeypatch.setattr(sys, "argv", ["cli"])
 
 
 class Model(BoringModel):

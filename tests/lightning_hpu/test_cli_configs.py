@@ -103,6 +103,18 @@ CASES = [
 ]
 
 
+def test_the_cases_cover_every_public_trainer_class() -> None:
+    from lightning.pytorch.callbacks import Callback
+    from lightning.pytorch.plugins import Precision
+    from lightning.pytorch.profilers import Profiler
+    from lightning.pytorch.strategies import Strategy
+
+    kinds = (Strategy, Precision, Profiler, Callback, CheckpointIO)
+    public = {getattr(lightning_hpu, name) for name in lightning_hpu.__all__}
+    configurable = {value for value in public if isinstance(value, type) and issubclass(value, kinds)}
+    assert configurable == {case.cls for case in CASES}
+
+
 def _python_value(name: str, value: Any) -> Any:
     """What Python passes for a value a config spells as text (a duration, an enum member's name)."""
     if name == "timeout":

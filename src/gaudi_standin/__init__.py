@@ -15,8 +15,12 @@ it is built or loaded unless the stand-in was chosen. Its folders, from the bott
 - ``graphs``: HPU graphs, captured and replayed for real, and the bridge's graph caches;
 - ``distributed``: the ``"hccl"`` process group over gloo with HCCL's rules;
 - ``optimizers``, ``ops``: the fused optimizers, and the bridge's kernels and custom ops (``torch.ops.hpu``);
+- ``compiler``: ``torch.compile(backend="hpu_backend")``, its settings and compile logs (which the bridge's
+  ``dynamo.compile_backend`` modules serve under the bridge's names);
 - ``bridge``: the bridge's Python API, laid out as the bridge's own module tree (``bridge/habana_frameworks/...``);
-- ``compiler``: ``torch.compile(backend="hpu_backend")``; ``deepspeed_hpu``: DeepSpeed's accelerator on the stand-in.
+- ``deepspeed_hpu``: DeepSpeed's accelerator on the stand-in.
+
+A folder imports only folders listed before it, in functions too (``tests/repository/test_layers.py`` checks it).
 
 Tests and benchmarks read what only the stand-in knows from :func:`gaudi_standin.emulator.machine.current`
 (``counters``). This module imports only the standard library: it runs at every Python start.

@@ -8,7 +8,7 @@ The convention, visible in the pages themselves:
 * any other block is a complete program: its first line is ``# run: <environment and command>`` (or the older
   ``# run with VAR=value ...``), the environment it needs on the CPU stand-in (at least
   ``LIGHTNING_HPU_BACKEND=cpu``), and it imports ``lightning_hpu`` itself. The complete blocks run here, all in one
-  process (``readme_snippets_runner.py``), each with only its own variables set.
+  process (``readme_snippets_scenario.py``), each with only its own variables set.
 
 Blocks and pages added later are covered without editing this file.
 """
@@ -27,7 +27,7 @@ import pytest
 from tests.helpers.paths import ROOT, SCENARIOS
 
 README = ROOT / "README.md"
-RUNNER = SCENARIOS / "readme_snippets_runner.py"
+RUNNER = SCENARIOS / "readme_snippets_scenario.py"
 #: The pages whose code blocks are checked: the README and every Markdown page of the documentation.
 PAGES = [README, *sorted(path for path in (ROOT / "docs").rglob("*.md") if "_build" not in path.parts)]
 

@@ -4,7 +4,7 @@ A tiny LLaMA-style config with random weights, a word-level tokenizer written he
 (``tests/helpers/litgpt_data.py``): nothing is downloaded. ``pretrain`` runs on 1 and 2 HPUs (on 2, LitGPT's own
 ``FSDPStrategy`` object runs as ``HPUFSDPStrategy``; on both, its ``torch.compile`` uses ``hpu_backend``), and its
 checkpoint is converted, LoRA-finetuned on a local JSON file and used by ``generate``. Each command runs in
-``tests/scenarios/litgpt_hpu_run.py``, which starts the example and then prints the HPU memory the process used.
+``tests/scenarios/litgpt_hpu_scenario.py``, which starts the example and then prints the HPU memory the process used.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ pytest.importorskip("litgpt", reason="needs LitGPT: pip install 'lightning-hpu[l
 
 from tests.helpers.litgpt_data import WORDS, write_finetuning_data, write_tokenizer  # imports LitGPT
 
-RUN = SCENARIOS / "litgpt_hpu_run.py"
+RUN = SCENARIOS / "litgpt_hpu_scenario.py"
 
 #: A LLaMA-style model of 2 layers of width 16 (a few thousand parameters), for LitGPT's ``--config``.
 MODEL_CONFIG = f"""model_name: tiny-gaudi

@@ -1,4 +1,4 @@
-"""What the two-rank data-parallel scenarios (``fabric_scenarios.py``, ``parallel_scenarios.py``) train and compare
+"""What the two-rank data-parallel scenarios (``fabric_scenario.py``, ``parallel_scenario.py``) train and compare
 against: the data, the net, a plain single-process PyTorch reference over the global batches, and fast DDP's
 gradient all-reduces counted."""
 

@@ -30,7 +30,7 @@ def current() -> str:
 
 class RenamedTestModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Loads what a scenario imports from the tests with renamed source: the scenario modules of
-    ``tests/scenarios/`` (``sharded_scenarios``) and the helpers of ``tests/helpers/`` (``tests.helpers.standin``)."""
+    ``tests/scenarios/`` (``sharded_scenario``) and the helpers of ``tests/helpers/`` (``tests.helpers.standin``)."""
 
     def find_spec(
         self, fullname: str, path: object = None, target: object = None

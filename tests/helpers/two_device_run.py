@@ -1,4 +1,4 @@
-"""The session's one launch of ``two_device_scenarios.py``, whose scenario reports several test files check.
+"""The session's one launch of ``two_device_scenario.py``, whose scenario reports several test files check.
 
 Tests take the ``two_device_run`` fixture (``conftest.py``); under ``pytest -n`` they all go to one worker (their
 ``xdist_group``), so the launch happens once per session either way.
@@ -17,7 +17,7 @@ from typing import Any
 from tests.helpers.paths import SCENARIOS
 from tests.helpers.processes import free_port, scenario_environment
 
-SCRIPT = SCENARIOS / "two_device_scenarios.py"
+SCRIPT = SCENARIOS / "two_device_scenario.py"
 #: The scenarios of the launch; ``fabric`` runs DeepSpeed, so it is left out where DeepSpeed is not installed.
 #: ``sharded`` sets one thread per process and ``recipe_cache`` sets a recipe cache for the process: they come last.
 SCENARIOS = [

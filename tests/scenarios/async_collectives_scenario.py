@@ -1,5 +1,5 @@
 """Asynchronous collectives of the stand-in's ``"hccl"`` group whose caller drops its tensors at once, between
-blocking ones, for ``rounds`` rounds (``python async_collectives_script.py ROUNDS``); prints ``ok`` at the end.
+blocking ones, for ``rounds`` rounds (``python async_collectives_scenario.py ROUNDS``); prints ``ok`` at the end.
 
 The group must keep a dropped tensor's memory alive until gloo is done with it, and must not hold the GIL while it
 queues work for gloo (a gloo thread freeing a Python tensor needs it). A group that failed either crashed this

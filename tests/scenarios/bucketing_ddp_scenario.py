@@ -2,7 +2,7 @@
 ``tests/lightning_hpu/data/test_buckets.py``.
 
 Usage: ``python bucketing_ddp_scenario.py OUT_DIR`` (with ``LIGHTNING_HPU_CPU_DEVICES=2``), or ``main(OUT_DIR)`` from
-``two_device_scenarios.py``; every rank writes what its steps saw to ``OUT_DIR/rank<rank>.json``.
+``two_device_scenario.py``; every rank writes what its steps saw to ``OUT_DIR/rank<rank>.json``.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Lightning's launcher re-runs this script for each local rank. Each rank trains r
 ``HPUCompile`` (regional), in bf16-mixed with gradient accumulation and ``last_batch`` applied to its own share of
 the data, once with DDP and once with fast DDP, and writes what it saw to ``<out>/rank<rank>.json``.
 
-Usage: ``python compile_scenarios.py OUT_DIR``, or ``main(OUT_DIR)`` from ``two_device_scenarios.py``.
+Usage: ``python compile_scenario.py OUT_DIR``, or ``main(OUT_DIR)`` from ``two_device_scenario.py``.
 """
 
 from __future__ import annotations

@@ -7,10 +7,10 @@ projections, so tensor parallelism can split them by columns) for 4 SGD steps on
 compares the losses with one plain PyTorch process over the same global batches; it exits with status 1 if they
 differ by more than ``rtol=1e-5``::
 
-    LIGHTNING_HPU_BACKEND=cpu LIGHTNING_HPU_CPU_DEVICES=4 python tests/scenarios/context_parallel_four_devices.py 2 2 1
-    LIGHTNING_HPU_BACKEND=cpu LIGHTNING_HPU_CPU_DEVICES=4 python tests/scenarios/context_parallel_four_devices.py 2 2 1
+    LIGHTNING_HPU_BACKEND=cpu LIGHTNING_HPU_CPU_DEVICES=4 python tests/scenarios/context_parallel_4hpu_scenario.py 2 2 1
+    LIGHTNING_HPU_BACKEND=cpu LIGHTNING_HPU_CPU_DEVICES=4 python tests/scenarios/context_parallel_4hpu_scenario.py 2 2 1
     --fsdp
-    LIGHTNING_HPU_BACKEND=cpu LIGHTNING_HPU_CPU_DEVICES=4 python tests/scenarios/context_parallel_four_devices.py 1 2 2
+    LIGHTNING_HPU_BACKEND=cpu LIGHTNING_HPU_CPU_DEVICES=4 python tests/scenarios/context_parallel_4hpu_scenario.py 1 2 2
 
 (arguments: data, context and tensor parallel sizes).
 """

@@ -1,5 +1,5 @@
 """Asynchronous ``torch.ops.c10d`` collectives called directly on ``hpu`` tensors whose caller drops them at once
-(``python direct_c10d_script.py ROUNDS``); prints ``ok`` at the end.
+(``python direct_c10d_scenario.py ROUNDS``); prints ``ok`` at the end.
 
 Some libraries call the c10d ops themselves instead of ``torch.distributed``'s functions, with the group's boxed
 form: ``torch.ops.c10d._allgather_base_(out, inp, group.boxed(), True, -1)``. On the stand-in such a call goes

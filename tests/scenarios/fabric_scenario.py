@@ -7,7 +7,7 @@ clipping, and without) and then with ``strategy="deepspeed"`` (ZeRO-2, with ``fa
 weights are compared across ranks and with a plain single-process PyTorch run over the global batches. Each rank
 writes what it saw to ``<out>/rank<global rank>.json``.
 
-Usage: ``python fabric_scenarios.py OUT_DIR``, or ``main(OUT_DIR)`` from ``two_device_scenarios.py``.
+Usage: ``python fabric_scenario.py OUT_DIR``, or ``main(OUT_DIR)`` from ``two_device_scenario.py``.
 """
 
 from __future__ import annotations

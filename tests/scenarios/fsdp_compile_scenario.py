@@ -8,7 +8,7 @@ was kept out of the group's methods (``gaudi_standin.distributed.compiler_opaque
 FSDP started from, its losses, and how far the trained weights are from plain PyTorch trained from the same start
 over the global batches, to ``<out>/rank<rank>.json``.
 
-Usage: ``main(OUT_DIR)`` from ``two_device_scenarios.py`` (scenario ``fsdp_compile``).
+Usage: ``main(OUT_DIR)`` from ``two_device_scenario.py`` (scenario ``fsdp_compile``).
 """
 
 from __future__ import annotations

@@ -1,20 +1,20 @@
 """Multi-node scenarios for ``tests/lightning_hpu/distributed/test_launchers.py``: every rank of a job started by some
 launcher runs this.
 
-``python launcher_scenarios.py train OUT DEVICES NODES``
+``python launcher_scenario.py train OUT DEVICES NODES``
     Trains one small model three ways on ``NODES`` x ``DEVICES`` HPUs: DDP (``hpu_ddp``), FSDP (``hpu_fsdp``) and
     FSDP2 (``HPUModelParallelStrategy`` with ``fully_shard``). Each rank writes ``OUT/rank<r>.json``: its cluster
     environment, ranks, the HPU its parameters and batches were on, and, per strategy, the largest difference
     between the trained weights and a single-process run over the concatenated batches.
 
-``python launcher_scenarios.py stall OUT DEVICES NODES STALLED_RANK TIMEOUT_S``
+``python launcher_scenario.py stall OUT DEVICES NODES STALLED_RANK TIMEOUT_S``
     DDP with ``timeout=TIMEOUT_S``; at its third training step ``STALLED_RANK`` sleeps instead of training. Each rank
     writes ``OUT/pid<r>`` when it starts training, so the test can see that no process outlives the job.
 
-``python launcher_scenarios.py fabric_fail OUT DEVICES NODES``
+``python launcher_scenario.py fabric_fail OUT DEVICES NODES``
     Fabric: rank 1 raises while rank 0 sleeps (a rank that fails, with the store's host stalled).
 
-``python launcher_scenarios.py elastic OUT DEVICES NODES [STRATEGY]``
+``python launcher_scenario.py elastic OUT DEVICES NODES [STRATEGY]``
     Lightning's fault-tolerant pattern under ``torchrun --max-restarts 1``: a checkpoint at every epoch's end,
     ``fit(ckpt_path="last")``; in the first attempt rank 1 kills itself (``SIGKILL``) in the middle of epoch 2. Each
     rank of the final attempt writes ``OUT/rank<r>.json`` with the weights' difference from an uninterrupted run.

@@ -1,6 +1,6 @@
 """The argument errors Lightning raises itself, met once on the CPU (plain Lightning) and once on the HPU.
 
-``python lightning_text_scenarios.py OUT.json`` (with ``LIGHTNING_HPU_BACKEND=cpu``) runs every case through
+``python lightning_text_scenario.py OUT.json`` (with ``LIGHTNING_HPU_BACKEND=cpu``) runs every case through
 :func:`namespaces.import_scenario`, so under ``LIGHTNING_HPU_TEST_NAMESPACE=standalone`` every Lightning name below
 is the standalone ``pytorch_lightning``/``lightning_fabric`` one and lightning-hpu's come from
 ``lightning_hpu.standalone``; ``tests/lightning_hpu/integration/test_lightning_error_text.py`` imports it in process
@@ -167,4 +167,4 @@ def main(out: Path) -> None:
 if __name__ == "__main__":
     from tests.helpers.namespaces import import_scenario
 
-    import_scenario("lightning_text_scenarios").main(Path(sys.argv[1]))
+    import_scenario("lightning_text_scenario").main(Path(sys.argv[1]))

@@ -1,4 +1,5 @@
-"""Run a script as one rank of a 2-node MPI job on this one machine: ``mpirun -np 4 python as_mpi_node.py SCRIPT ...``.
+"""Run a script as one rank of a 2-node MPI job on this one machine:
+``mpirun -np 4 python mpi_node_scenario.py SCRIPT ...``.
 
 Lightning's ``MPIEnvironment`` groups ranks into nodes by host name, and rank 0's host name is the job's main
 address. Each rank here reports ``127.0.0.<1 + rank // RANKS_PER_NODE>`` as its host name (every ``127.*`` address

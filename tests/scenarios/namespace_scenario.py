@@ -1,6 +1,6 @@
 """One-HPU scenarios written against ``lightning``, run unchanged against ``pytorch_lightning`` too (``namespaces.py``).
 
-``python namespace_scenarios.py OUT_DIR eager|lazy`` (with ``LIGHTNING_HPU_BACKEND=cpu``) runs the scenarios of that
+``python namespace_scenario.py OUT_DIR eager|lazy`` (with ``LIGHTNING_HPU_BACKEND=cpu``) runs the scenarios of that
 mode through :func:`namespaces.import_scenario`, so under ``LIGHTNING_HPU_TEST_NAMESPACE=standalone`` every
 ``lightning.pytorch`` below is ``pytorch_lightning`` and every lightning-hpu name comes from
 ``lightning_hpu.standalone``. Each scenario writes what it saw into ``OUT_DIR/report.json``: the classes the Trainer
@@ -186,4 +186,4 @@ def main(out: Path, mode: str) -> None:
 if __name__ == "__main__":
     from tests.helpers.namespaces import import_scenario
 
-    import_scenario("namespace_scenarios").main(Path(sys.argv[1]), sys.argv[2])
+    import_scenario("namespace_scenario").main(Path(sys.argv[1]), sys.argv[2])

@@ -6,7 +6,7 @@ starts one process per node). It trains the same tiny model several ways on two 
 half of every global batch, and checks against a plain single-process PyTorch run over the global batches. Each
 rank writes what it observed to ``<out>/rank<global rank>.json``; the test reads and asserts.
 
-Usage: ``python parallel_scenarios.py OUT_DIR DEVICES NUM_NODES``, where ``DEVICES`` is a count or a list of HPU
+Usage: ``python parallel_scenario.py OUT_DIR DEVICES NUM_NODES``, where ``DEVICES`` is a count or a list of HPU
 indices such as ``2,3``.
 """
 

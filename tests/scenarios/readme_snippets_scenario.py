@@ -1,7 +1,7 @@
 """Runs the complete ```python blocks of the README and the docs, one after the other, in this one process (one
 Lightning import).
 
-``python tests/scenarios/readme_snippets_runner.py BLOCKS.json``: the file holds
+``python tests/scenarios/readme_snippets_scenario.py BLOCKS.json``: the file holds
 ``[{"line": "<page>:<n>", "env": {...}, "code": "..."}]``.
 Each block runs as ``__main__`` in its own namespace and its own empty working directory, with the HPU variables of
 the previous block removed and its own set (a new shell's view); the backend is created anew for it. One line per

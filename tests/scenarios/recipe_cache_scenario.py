@@ -2,7 +2,7 @@
 ``tests/lightning_hpu/runtime/test_recipe_cache_multiprocess.py``.
 
 Usage: ``python recipe_cache_scenario.py OUT_DIR CACHE_DIR`` (with ``LIGHTNING_HPU_CPU_DEVICES=2``), or
-``main(OUT_DIR)`` from ``two_device_scenarios.py`` (the cache in ``OUT_DIR/recipes``); every rank writes the recipes
+``main(OUT_DIR)`` from ``two_device_scenario.py`` (the cache in ``OUT_DIR/recipes``); every rank writes the recipes
 it compiled in this run to ``OUT_DIR/rank<rank>.json``.
 """
 

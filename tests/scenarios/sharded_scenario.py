@@ -18,7 +18,7 @@ PyTorch run over the global batches:
 
 Every reduce op that reaches the stand-in group is counted. Each rank writes ``<out>/rank<r>.json``.
 
-Usage: ``python sharded_scenarios.py OUT_DIR``, or ``main(OUT_DIR)`` from ``two_device_scenarios.py`` (last there: it
+Usage: ``python sharded_scenario.py OUT_DIR``, or ``main(OUT_DIR)`` from ``two_device_scenario.py`` (last there: it
 sets one thread per process).
 """
 
@@ -40,14 +40,21 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from gaudi_standin.distributed import hccl_rules, process_group
 from lightning_hpu import HPUFSDPStrategy, HPUModelParallelStrategy
+from tests.helpers.sharded_reference import (
+    CLIP,
+    FEATURES,
+    MICRO_BATCH,
+    WORLD,
+    Block,
+    Net,
+    flat,
+    full_weights,
+    loss_of,
+    make_data,
+    make_optimizer,
+    reference,
+)
 from tests.helpers.trainer import quiet_trainer
-
-WORLD = 2
-MICRO_BATCH = 4  # per rank
-FEATURES = 6
-HIDDEN = 8
-LR = 0.05
-CLIP = 0.05  # small enough to be active on every step
 
 #: Reduce ops that reached the stand-in "hccl" group (through its op check), by scenario.
 OPS_SEEN: Counter[str] = Counter()
@@ -61,75 +68,6 @@ def _counting_check(op: Any) -> None:
 
 hccl_rules.check_hccl_reduce_op = _counting_check  # where the group's option checks look it up
 process_group.check_hccl_reduce_op = _counting_check  # and where the group calls it itself
-
-
-class Block(nn.Module):
-    """A transformer-like MLP block with a residual: the unit FSDP wraps and TP splits."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc1 = nn.Linear(FEATURES, HIDDEN)
-        self.fc2 = nn.Linear(HIDDEN, FEATURES)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.fc2(torch.tanh(self.fc1(x)))
-
-
-class Net(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        torch.manual_seed(100)
-        self.blocks = nn.Sequential(Block(), Block())
-        self.head = nn.Linear(FEATURES, 1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.blocks(x))
-
-
-def make_data(steps: int) -> torch.Tensor:
-    generator = torch.Generator().manual_seed(7)
-    x = torch.randn(steps * WORLD * MICRO_BATCH, FEATURES, generator=generator)
-    y = (x.sum(dim=1, keepdim=True) * 0.3).tanh()
-    return torch.cat([x, y], dim=1)
-
-
-def loss_of(net: nn.Module, batch: torch.Tensor) -> torch.Tensor:
-    return nn.functional.mse_loss(net(batch[:, :FEATURES]), batch[:, FEATURES:])
-
-
-def make_optimizer(params: Any, adam: bool) -> torch.optim.Optimizer:
-    return torch.optim.Adam(params, lr=LR) if adam else torch.optim.SGD(params, lr=LR, momentum=0.9)
-
-
-def reference(steps: int, clip: float | None, adam: bool = False, per_epoch: int | None = None) -> torch.Tensor:
-    """One process, plain PyTorch, each step over the whole global batch (epochs of ``per_epoch`` steps)."""
-    net = Net()
-    optimizer = make_optimizer(net.parameters(), adam)
-    per_epoch = per_epoch or steps
-    data = make_data(per_epoch).reshape(per_epoch, WORLD * MICRO_BATCH, FEATURES + 1)
-    for step in range(steps):
-        batch = data[step % per_epoch]
-        optimizer.zero_grad()
-        loss_of(net, batch).backward()
-        if clip is not None:
-            torch.nn.utils.clip_grad_norm_(net.parameters(), clip)
-        optimizer.step()
-    return flat(net.state_dict())
-
-
-def flat(state: dict[str, torch.Tensor]) -> torch.Tensor:
-    full = {key: value.full_tensor() if hasattr(value, "full_tensor") else value for key, value in state.items()}
-    return torch.cat([full[key].detach().reshape(-1).float().cpu() for key in sorted(full)])
-
-
-def full_weights(root: nn.Module, net: nn.Module) -> torch.Tensor:
-    """The unsharded weights of ``net`` (FSDP1 inside ``root``, or DTensor parameters), the same on every rank."""
-    from torch.distributed.fsdp import FullyShardedDataParallel
-
-    if isinstance(root, FullyShardedDataParallel):
-        with FullyShardedDataParallel.summon_full_params(root):
-            return flat(net.state_dict())
-    return flat(net.state_dict())
 
 
 class Model(LightningModule):

@@ -5,7 +5,7 @@ FSDP2 overlaps its all-gathers and reduce-scatters with compute on separate HPU 
 waits for a prefetched all-gather that no module consumed through ``torch.accelerator.current_stream().wait_event``
 (at the end of the backward). A fine-tuning model whose first block is frozen takes that path on every step: the
 block's all-gather is prefetched in backward, but no gradient reaches it. Each scenario trains on 2 stand-in HPUs
-(the ``sharded_scenarios`` model and data, each rank feeding its half of the global batch) and compares with one
+(the ``sharded_scenario`` model and data, each rank feeding its half of the global batch) and compares with one
 process of plain PyTorch over the global batches:
 
 * ``trainer_fsdp2_frozen``: ``HPUModelParallelStrategy(data_parallel_size=2, tensor_parallel_size=1)`` with
@@ -15,7 +15,7 @@ process of plain PyTorch over the global batches:
   ``fully_shard`` over the data-parallel axis (1), as a 2-D model is set up.
 
 Each reports how often FSDP2 waited on an unconsumed all-gather's event, and of which type that event was.
-Usage: ``main(OUT_DIR)`` from ``two_device_scenarios.py``.
+Usage: ``main(OUT_DIR)`` from ``two_device_scenario.py``.
 """
 
 from __future__ import annotations
@@ -30,26 +30,25 @@ import torch.distributed as dist
 from lightning.fabric import Fabric
 
 # As the launch imports it (a module of this directory, by its bare name): one copy of its patches, not two.
-from sharded_scenarios import (
+from sharded_scenario import Model, trainer
+from torch import nn
+from torch.distributed.fsdp._fully_shard import _fsdp_param_group
+
+from lightning_hpu import HPUModelParallelStrategy
+from lightning_hpu.fabric.strategies import HPUModelParallelStrategy as FabricHPUModelParallelStrategy
+from tests.helpers.sharded_reference import (
     CLIP,
     FEATURES,
     LR,
     MICRO_BATCH,
     WORLD,
-    Model,
     Net,
     flat,
     loss_of,
     make_data,
     make_optimizer,
     reference,
-    trainer,
 )
-from torch import nn
-from torch.distributed.fsdp._fully_shard import _fsdp_param_group
-
-from lightning_hpu import HPUModelParallelStrategy
-from lightning_hpu.fabric.strategies import HPUModelParallelStrategy as FabricHPUModelParallelStrategy
 
 STEPS = 3
 #: The events FSDP2 waited on for an all-gather no module consumed, by type (and whether it is a torch.Event).

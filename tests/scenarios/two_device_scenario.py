@@ -1,6 +1,6 @@
 """Several two-rank scenario scripts in one launch: each rank imports Lightning once for all of them, not once each.
 
-``python two_device_scenarios.py OUT_DIR NAME [NAME ...]`` (with ``LIGHTNING_HPU_CPU_DEVICES=2``) runs the ``main``
+``python two_device_scenario.py OUT_DIR NAME [NAME ...]`` (with ``LIGHTNING_HPU_CPU_DEVICES=2``) runs the ``main``
 of each named scenario module in turn, writing under ``OUT_DIR/NAME``. The first Trainer or Fabric starts rank 1,
 which re-runs this same command line, so both ranks run the same scenarios in the same order; the later ones reuse
 the process group. With ``LIGHTNING_HPU_TEST_NAMESPACE=standalone`` they run against ``pytorch_lightning`` and
@@ -18,12 +18,12 @@ from tests.helpers.namespaces import import_scenario
 
 #: The scenario modules (in this directory) by the name given on the command line.
 SCENARIOS = {
-    "compile": "compile_scenarios",
+    "compile": "compile_scenario",
     "bucketing": "bucketing_ddp_scenario",
-    "fabric": "fabric_scenarios",
-    "context_parallel": "context_parallel_scenarios",
-    "sharded": "sharded_scenarios",
-    "streams": "stream_scenarios",
+    "fabric": "fabric_scenario",
+    "context_parallel": "context_parallel_scenario",
+    "sharded": "sharded_scenario",
+    "streams": "stream_scenario",
     "fsdp_compile": "fsdp_compile_scenario",
     "recipe_cache": "recipe_cache_scenario",
 }

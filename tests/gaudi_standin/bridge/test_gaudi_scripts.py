@@ -1,10 +1,11 @@
 """Gaudi scripts run unchanged on the stand-in: the emulated ``habana_frameworks``, ``torch.hpu`` and ``device="hpu"``.
 
 The scripts that matter import ``habana_frameworks`` before anything else, so they run in fresh processes:
-``gaudi_script_lazy.py`` (Intel's style and the seeds' HPU-graph code inside Lightning, lazy mode) and
-``gaudi_script_ddp.py`` (eager mode, DDP over two processes that Lightning starts, torch.compile, DeepSpeed). The
-import hook itself is checked in-process, on a private copy of ``sys.meta_path``. ``examples/gaudi_script.py`` runs
-(eager and lazy) as the README's commands, in ``test_readme_commands.py``, which checks what it prints.
+``gaudi_script_lazy_scenario.py`` (Intel's style and the seeds' HPU-graph code inside Lightning, lazy mode) and
+``gaudi_script_ddp_scenario.py`` (eager mode, DDP over two processes that Lightning starts, torch.compile,
+DeepSpeed). The import hook itself is checked in-process, on a private copy of ``sys.meta_path``.
+``examples/gaudi_script.py`` runs (eager and lazy) as the README's commands, in ``test_readme_commands.py``, which
+checks what it prints.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def test_a_gaudi_script_with_the_seeds_hpu_graph_code_runs_unchanged_in_lazy_mod
     tmp_path: Path, python_executable: str
 ) -> None:
     out = tmp_path / "report.json"
-    script = SCENARIOS / "gaudi_script_lazy.py"
+    script = SCENARIOS / "gaudi_script_lazy_scenario.py"
     result = _run([str(script), str(out)], _env(PT_HPU_LAZY_MODE="1"), python=python_executable)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
     report: dict[str, Any] = json.loads(out.read_text())
@@ -88,7 +89,8 @@ def test_a_gaudi_script_runs_unchanged_in_eager_mode_and_in_the_ddp_processes_li
     tmp_path: Path, python_executable: str
 ) -> None:
     env = _env(LIGHTNING_HPU_CPU_DEVICES="2", TORCH_EXTENSIONS_DIR=str(ROOT / "build" / "torch_extensions"))
-    result = _run([str(SCENARIOS / "gaudi_script_ddp.py"), str(tmp_path)], env, timeout=500, python=python_executable)
+    script = SCENARIOS / "gaudi_script_ddp_scenario.py"
+    result = _run([str(script), str(tmp_path)], env, timeout=500, python=python_executable)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
     main = json.loads((tmp_path / "rank0.json").read_text())
     child = json.loads((tmp_path / "rank1.json").read_text())

@@ -295,9 +295,9 @@ def test_every_collective_torch_offers_is_a_python_method_of_the_group() -> None
 
 
 def test_async_collectives_keep_the_tensors_their_caller_dropped(python_executable: str) -> None:
-    """``async_collectives_script.py``: 2,000 rounds of asynchronous collectives whose tensors the caller drops at
+    """``async_collectives_scenario.py``: 2,000 rounds of asynchronous collectives whose tensors the caller drops at
     once, beside blocking ones. Through the C++ route this crashed (freed memory written to) within seconds."""
-    run_until_ok(python_executable, "async_collectives_script.py", "2000")
+    run_until_ok(python_executable, "async_collectives_scenario.py", "2000")
 
 
 @pytest.mark.parametrize("name", ["gather_single", "gather_into_tensor"])

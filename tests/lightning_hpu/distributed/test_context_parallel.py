@@ -1,6 +1,6 @@
 """Context parallelism (``context_parallel_size`` of ``HPUModelParallelStrategy``, ``ContextParallelAttention``).
 
-The two-rank runs are ``context_parallel_scenarios.py`` in the session's launch (``two_device_run.py``): a causal
+The two-rank runs are ``context_parallel_scenario.py`` in the session's launch (``two_device_run.py``): a causal
 language model trained with ``context_parallel_size=2`` must give the losses of one plain PyTorch process over whole
 sequences to ``rtol=1e-5`` (fp32), with half of every sequence on each rank. The refusals run in this process.
 """

@@ -1,4 +1,4 @@
-"""FSDP2 on 2 stand-in HPUs through its streams and events, on the Trainer and on Fabric (``stream_scenarios.py``).
+"""FSDP2 on 2 stand-in HPUs through its streams and events, on the Trainer and on Fabric (``stream_scenario.py``).
 
 The scenarios run in the session's two-rank launch (``two_device_run.py``); this test checks what each rank reports.
 """

@@ -1,6 +1,6 @@
 """Two nodes of two HPUs on one machine, started by each launcher Gaudi clusters use; and no rank left behind.
 
-Every job runs ``launcher_scenarios.py``. The launches of a test run side by side (they are separate jobs, on
+Every job runs ``launcher_scenario.py``. The launches of a test run side by side (they are separate jobs, on
 separate ports), so the test costs about as much as its longest job.
 
 * Lightning's own launcher (``NODE_RANK``/``MASTER_ADDR`` on each node), ``torchrun`` (static rendezvous, one agent
@@ -29,7 +29,7 @@ from tests.conftest import MPI_PREFIX
 from tests.helpers.paths import SCENARIOS
 from tests.helpers.processes import alive, free_port, scenario_environment
 
-LAUNCHER_SCENARIOS = SCENARIOS / "launcher_scenarios.py"
+LAUNCHER_SCENARIOS = SCENARIOS / "launcher_scenario.py"
 STALL_TIMEOUT_S = 30  # also bounds the process group's start: the real-interpreter rank importing must make it
 DEVICES, NODES = 2, 2
 
@@ -159,7 +159,8 @@ def _mpirun_job(job: Job, mode: str, *extra: object, nodes: int = NODES, python:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [env["PYTHONPATH"], mpi4py_path]))
     env["PATH"] = os.pathsep.join([str(Path(mpirun).parent), env.get("PATH", "")])
     command = [mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(DEVICES * nodes)]
-    job.start([*command, python, str(SCENARIOS / "as_mpi_node.py"), *_scenario(mode, job.out, nodes, *extra)], env)
+    node = SCENARIOS / "mpi_node_scenario.py"
+    job.start([*command, python, str(node), *_scenario(mode, job.out, nodes, *extra)], env)
 
 
 _EXPECTED_ENVIRONMENT = {

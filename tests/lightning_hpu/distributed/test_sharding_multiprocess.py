@@ -1,6 +1,6 @@
 """The sharded HPU strategies across 2 stand-in devices over the stand-in "hccl" group, in one launch.
 
-``sharded_scenarios.py`` runs every scenario on both ranks (see its docstring), in the session's two-rank launch
+``sharded_scenario.py`` runs every scenario on both ranks (see its docstring), in the session's two-rank launch
 (``two_device_run.py``); this test checks what each rank reports, then reads the full FSDP checkpoint in a fresh
 Python without lightning-hpu (as a machine without HPU would) and into the plain, unsharded model.
 """
@@ -20,7 +20,7 @@ from tests.helpers.paths import ROOT, SCENARIOS
 from tests.helpers.processes import scenario_environment
 from tests.helpers.two_device_run import TwoDeviceRun
 
-SCRIPT = SCENARIOS / "sharded_scenarios.py"
+SCRIPT = SCENARIOS / "sharded_scenario.py"
 HCCL_REFUSAL = "Unsupported ReduceOp for HCCL process group"
 
 _READ_WITHOUT_HPU = """
@@ -116,7 +116,7 @@ def test_sharded_strategies_on_two_standin_devices(two_device_run: TwoDeviceRun,
     # ... and it loads, strictly, into the plain model.
     sys.path.insert(0, str(SCRIPT.parent))
     try:
-        from sharded_scenarios import Net, flat
+        from sharded_scenario import Net, flat
     finally:
         sys.path.remove(str(SCRIPT.parent))
     state = torch.load(checkpoint, map_location="cpu", weights_only=True)["state_dict"]

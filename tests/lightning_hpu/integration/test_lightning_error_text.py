@@ -2,7 +2,7 @@
 Lightning's class and starts with Lightning's message, word for word, and the HPU sentence comes after it; in the
 ``lightning`` namespace and in the standalone ``pytorch_lightning``/``lightning_fabric``.
 
-The cases are ``tests/scenarios/lightning_text_scenarios.py``: each meets the same argument once with plain Lightning
+The cases are ``tests/scenarios/lightning_text_scenario.py``: each meets the same argument once with plain Lightning
 on the CPU and once on the HPU (the stand-in).
 """
 
@@ -18,7 +18,7 @@ import pytest
 
 from tests.helpers.namespaces import NAMESPACE_ENV
 from tests.helpers.paths import ROOT, SCENARIOS
-from tests.scenarios import lightning_text_scenarios
+from tests.scenarios import lightning_text_scenario
 
 #: Cases where the HPU adds nothing to Lightning's message (Lightning's sentence names the fix already).
 LIGHTNINGS_WORDS_ONLY = {"Fabric ModelParallelStrategy 16-mixed"}
@@ -40,14 +40,14 @@ def _check(report: dict[str, dict[str, Any]]) -> None:
 
 
 def test_lightnings_message_comes_first_in_the_lightning_namespace(standin: object, tmp_path: Path) -> None:
-    _check(lightning_text_scenarios.cases(tmp_path))
+    _check(lightning_text_scenario.cases(tmp_path))
 
 
 @pytest.mark.multiprocess
 def test_lightnings_message_comes_first_in_the_standalone_packages(python_executable: str, tmp_path: Path) -> None:
     out = tmp_path / "report.json"
     result = subprocess.run(
-        [python_executable, str(SCENARIOS / "lightning_text_scenarios.py"), str(out)],
+        [python_executable, str(SCENARIOS / "lightning_text_scenario.py"), str(out)],
         env={**os.environ, NAMESPACE_ENV: "standalone", "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])},
         cwd=tmp_path,
         capture_output=True,

@@ -21,7 +21,7 @@ import pytest
 from tests.helpers.namespaces import NAMESPACE_ENV, NAMESPACES
 from tests.helpers.paths import ROOT, SCENARIOS
 
-NAMESPACE_SCENARIOS = SCENARIOS / "namespace_scenarios.py"
+NAMESPACE_SCENARIOS = SCENARIOS / "namespace_scenario.py"
 _NOT_INHERITED = ("LIGHTNING_HPU_", "PT_HPU_", "HABANA_", "WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_")
 
 

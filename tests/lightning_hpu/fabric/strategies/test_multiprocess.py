@@ -1,4 +1,4 @@
-"""Fabric on two stand-in HPUs: fast DDP and DeepSpeed, ``fabric_scenarios.py`` in the session's two-rank launch.
+"""Fabric on two stand-in HPUs: fast DDP and DeepSpeed, ``fabric_scenario.py`` in the session's two-rank launch.
 
 Every rank's report is checked: identical weights on both ranks, equal to a single-process run over the same global
 batches; fast DDP reduces once per optimizer step and never inside ``fabric.no_backward_sync``, with gradients

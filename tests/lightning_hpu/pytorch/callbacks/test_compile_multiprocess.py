@@ -1,4 +1,4 @@
-"""HPUCompile with DDP and fast DDP on two stand-in HPUs: ``compile_scenarios.py`` in the session's two-rank launch."""
+"""HPUCompile with DDP and fast DDP on two stand-in HPUs: ``compile_scenario.py`` in the session's two-rank launch."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """HPUParallelStrategy across processes on the CPU stand-in: 2 devices on one node, and 2 simulated nodes.
 
-Both topologies run ``parallel_scenarios.py`` at the same time (4 processes in all) and every rank's report is
+Both topologies run ``parallel_scenario.py`` at the same time (4 processes in all) and every rank's report is
 checked: identical weights on every rank, equal to a single-process run over the same global batches, for DDP and
 fast DDP with and without gradient accumulation (clipping active); ``sync_dist`` logging; HCCL-safe collectives.
 The one-node run asks for ``devices=[2, 3]`` of 4 HPUs in eager mode (each rank must be bound to the module it
@@ -20,7 +20,7 @@ from tests.helpers.data_parallel import STEPS
 from tests.helpers.paths import ROOT, SCENARIOS
 from tests.helpers.processes import free_port, scenario_environment
 
-SCRIPT = SCENARIOS / "parallel_scenarios.py"
+SCRIPT = SCENARIOS / "parallel_scenario.py"
 SRC = ROOT / "src"
 HCCL_REFUSAL = "Unsupported ReduceOp for HCCL process group"
 
@@ -169,7 +169,7 @@ def test_multi_hpu_example_runs_on_two_standin_devices(python_executable: str) -
 
 @pytest.mark.multiprocess
 def test_spawn_start_method_trains_with_the_trainer_and_runs_fabric(python_executable: str) -> None:
-    script = SCENARIOS / "start_method_scenarios.py"
+    script = SCENARIOS / "start_method_scenario.py"
     result = subprocess.run(
         [python_executable, str(script)], env=_env(2), capture_output=True, text=True, timeout=540, cwd=ROOT
     )

@@ -1,7 +1,7 @@
 """The emulated bridge's ``hpu.metrics``, dynamic-shape and autocast switches, over the stand-in's counters.
 
 The emulation modules are imported directly (not through ``habana_frameworks``, which would switch this test
-process to the emulated ``"hpu"`` device); ``gaudi_script_lazy.py`` imports them by the bridge's names.
+process to the emulated ``"hpu"`` device); ``gaudi_script_lazy_scenario.py`` imports them by the bridge's names.
 """
 
 from __future__ import annotations

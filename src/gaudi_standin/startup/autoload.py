@@ -50,7 +50,14 @@ __all__ = [
 DEVICES_ENV = "LIGHTNING_HPU_CPU_DEVICES"
 MAX_DEVICES = 64  # kMaxDevices of hpu_device.cpp
 
-SOURCES = ("hpu_device.cpp", "hpu_kernels.cpp", "hpu_autocast.cpp", "hpu_streams.cpp", "hpu_cuda_hooks.cpp")
+SOURCES = (
+    "hpu_device.cpp",
+    "hpu_kernels.cpp",
+    "hpu_fallback.cpp",
+    "hpu_autocast.cpp",
+    "hpu_streams.cpp",
+    "hpu_cuda_hooks.cpp",
+)
 
 
 def autoload() -> None:

@@ -1,5 +1,6 @@
 // The CPU stand-in's `hpu` device: shared declarations of the device core (hpu_device.cpp), streams and events
-// (hpu_streams.cpp), the kernels (hpu_kernels.cpp) and HPU autocast (hpu_autocast.cpp).
+// (hpu_streams.cpp), the kernels (hpu_kernels.cpp, hpu_fallback.cpp over hpu_host_views.h) and HPU autocast
+// (hpu_autocast.cpp).
 //
 // Tensors on `hpu:N` keep their bytes in host memory, but they are tensors of torch's own HPU device type: they
 // carry the HPU dispatch key, report `device(type='hpu', index=N)`, are refused next to host tensors, and their

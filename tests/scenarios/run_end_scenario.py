@@ -78,7 +78,7 @@ def trainer_run(name: str, root: Path) -> dict[str, Any]:
         seen["watchdog"] = getattr(strategy, "_watchdog", None) is not None
         seen["thread"] = any(thread.name == WATCHDOG_THREAD for thread in threading.enumerate())
 
-    model.on_train_batch_start = on_train_batch_start  # type: ignore[method-assign]
+    model.on_train_batch_start = on_train_batch_start  # type: ignore[method-assign,assignment]
     trainer = quiet_trainer(
         root,
         accelerator="hpu",

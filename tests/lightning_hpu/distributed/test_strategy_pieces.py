@@ -172,6 +172,8 @@ def test_every_mixin_of_a_strategy_is_a_hooks_class_that_overrides_lightning(str
     assert ours and lightning
     for piece in ours:
         assert piece.__name__.endswith("Hooks"), f"{strategy_cls.__name__} is built from {piece.__name__}"
+        if piece.__module__.startswith("lightning_hpu.distributed."):  # shared by both trees: named for what it adds
+            assert not piece.__name__.startswith(("HPU", "Fabric")), f"{piece.__name__}: drop the prefix"
         overridden = {name for name in vars(piece) if name in declared and not name.startswith("__")}
         overridden |= {"__init__"} if "__init__" in vars(piece) else set()
         assert overridden, f"{piece.__name__} overrides none of Lightning's methods: name it ...Helpers"

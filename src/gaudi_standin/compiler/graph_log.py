@@ -29,6 +29,13 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_leaves
 
+from gaudi_standin.compiler.logs import get_compile_backend_logger
+
+#: The bridge's graph logger (``compile_backend.passes.logger``): each HPU graph's node placement and TorchScript IR.
+GRAPH_LOGGER = get_compile_backend_logger()
+#: The bridge's fallback logger (``compile_backend.shared_layer.logger``): each op's eager-fallback decision.
+FALLBACK_LOGGER = get_compile_backend_logger()
+
 #: Ops the bridge always runs eagerly on the host (its shared layer's ``hpu_fallback_op_list``).
 FALLBACK_OPS = frozenset(
     {"seed", "manual_seed", "initial_seed", "get_rng_state", "set_rng_state", "slice_backward", "addcmul", "index"}

@@ -41,8 +41,9 @@ _lock = threading.Lock()
 
 
 def _compilers() -> ModuleType:
-    """The emulated ``compile_backend.compilers``, looked up at each compilation (as a test patching it expects)."""
-    from gaudi_standin.bridge.habana_frameworks.torch.dynamo.compile_backend import compilers
+    """The graph compilers (the bridge's ``compile_backend.compilers``), their functions looked up at each
+    compilation (as a program patching one expects)."""
+    from gaudi_standin.compiler import compilers
 
     return compilers
 
@@ -66,12 +67,12 @@ def hpu_backend(graph: torch.fx.GraphModule, example_inputs: list[Any], **kwargs
             f"torch.compile(backend='{BACKEND_NAME}') needs eager mode, but this process runs the legacy lazy mode"
             f" ({LAZY_MODE_ENV}={lazy_mode_env_value()!r}); set {LAZY_MODE_ENV}=0 (or unset it) before starting Python."
         )
-    # The backend's settings are the emulated habana_frameworks.torch.dynamo.compile_backend.config, which ``options=``
-    # patches for this compilation as the bridge's backend does (an unknown key is refused there). Imported here, when
-    # something compiles: importing it imports the emulated bridge, which TorchDynamo's registry must not wait for.
+    # The backend's settings (the bridge's habana_frameworks.torch.dynamo.compile_backend.config), which ``options=``
+    # patches for this compilation as the bridge's backend does (an unknown key is refused there). Imported when
+    # something compiles, as the bridge reads its variables when it loads, not when TorchDynamo's registry does.
     from torch._dynamo.backends.common import aot_autograd
 
-    from gaudi_standin.bridge.habana_frameworks.torch.dynamo.compile_backend import config
+    from gaudi_standin.compiler import config
 
     backend_config: Any = config  # a torch config module: ``install_config_module`` gave it ``patch``
     with backend_config.patch(dict(kwargs.get("options") or {})):

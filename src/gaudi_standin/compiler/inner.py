@@ -99,7 +99,6 @@ def compile_inner(
 
 def _place_nodes(graph: torch.fx.GraphModule) -> None:
     """Ask the bridge's eager-fallback rule about each node, logging to the bridge's two compile logs if asked."""
-    from gaudi_standin.bridge.habana_frameworks.torch.dynamo.compile_backend import config, passes, shared_layer
-    from gaudi_standin.compiler import graph_log
+    from gaudi_standin.compiler import config, graph_log
 
-    graph_log.record(graph, passes.logger, shared_layer.logger, bool(config.use_eager_fallback))
+    graph_log.record(graph, graph_log.GRAPH_LOGGER, graph_log.FALLBACK_LOGGER, bool(config.use_eager_fallback))

@@ -57,7 +57,7 @@ def get_callable_recipe(
     is_dynamic: bool = False,
 ) -> torch.nn.Module:
     """The compiled recipe of ``graph_module``, or the graph itself (op by op) when recipes are off in the config."""
-    from gaudi_standin.bridge.habana_frameworks.torch.dynamo.compile_backend import config
+    from gaudi_standin.compiler import config
 
     if config.use_compiled_recipes:
         return HabanaGraphModule(

@@ -9,8 +9,8 @@ partitioner, fusions and reinplacing) are its compiler's internals, which the st
 
 from __future__ import annotations
 
-from gaudi_standin.compiler.logs import get_compile_backend_logger
+from gaudi_standin.compiler import graph_log
 
 __all__ = ["logger"]
 
-logger = get_compile_backend_logger()
+logger = graph_log.GRAPH_LOGGER

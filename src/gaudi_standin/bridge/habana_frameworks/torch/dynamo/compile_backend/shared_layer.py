@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import torch
 
-from gaudi_standin.compiler import graph_log
-from gaudi_standin.compiler.logs import get_compile_backend_logger
+from gaudi_standin.compiler import config, graph_log
 
 __all__ = ["hpu_ds_fallback_list", "hpu_fallback_op_list", "is_eager_fallback_required", "logger"]
 
-logger = get_compile_backend_logger()
+logger = graph_log.FALLBACK_LOGGER
 
 hpu_fallback_op_list = set(graph_log.FALLBACK_OPS)
 hpu_ds_fallback_list = set(graph_log.DYNAMIC_SHAPE_FALLBACK_OPS)
@@ -24,8 +23,6 @@ hpu_ds_fallback_list = set(graph_log.DYNAMIC_SHAPE_FALLBACK_OPS)
 
 def is_eager_fallback_required(node: torch.fx.Node, is_dynamic: bool = False) -> bool:
     """Whether ``node`` (a ``call_function`` node of a graph ``hpu_backend`` compiles) runs eagerly on the host."""
-    from gaudi_standin.bridge.habana_frameworks.torch.dynamo.compile_backend import config
-
     assert node.op == "call_function"
     do_fallback = graph_log.requires_fallback(node) or (
         is_dynamic and graph_log.op_name(node) in graph_log.DYNAMIC_SHAPE_FALLBACK_OPS

@@ -43,6 +43,11 @@ docs/guide/supported-versions.md):
   newest 2.6.x prints both, at ``fit``: ``integration/quiet_tips.py`` leaves them out of HPU Trainers on both
   (``test_lightnings_tips_are_left_out_of_hpu_trainers_only`` in ``tests/lightning_hpu/support/test_user_errors.py``,
   on the oldest leg).
+* Lightning's development head (after 2.6.5; the ``lightning-head`` leg) gives ``SIGTERMException`` exit status 143
+  itself and its ``__init__`` no argument; 2.6 leaves the status 0 unless given one: ``integration/sigterm.py:
+  sigterm_exception`` gives both 143 (no branch on versions: it asks the exception;
+  ``test_the_loop_stops_with_a_non_zero_status_once_the_ranks_agree`` in
+  ``tests/lightning_hpu/pytorch/strategies/test_sigterm_agreement.py``, on that leg).
 
 Versions are compared by their release numbers only: Habana's torch builds carry local tags
 (``2.9.0+hpu.synapse.v1.23.0``) or pre-release tags (``2.9.0a0+git…``), and count as the release they are built

@@ -153,3 +153,15 @@ def test_litgpt_serve_answers_from_the_hpu(checkpoint: Path, tmp_path: Path) -> 
         output = server.communicate()[0]
     held = [int(path.read_text()) for path in tmp_path.glob("worker-*")]
     assert held and held[0] > 0, f"the worker held no HPU memory (its weights were not on the HPU): {output[-3000:]}"
+
+
+def test_from_litgpt_import_llm_is_registered_though_torch_comes_first_inside_it() -> None:
+    """``litgpt.api`` imports Lightning, and with it torch, first: the import hook is installed while it runs and
+    registers it once the import binds it on ``litgpt``."""
+    code = "from litgpt import LLM; import sys; print(hasattr(LLM.distribute, '__lightning_hpu_wrapped__'))"
+    env = scenario_environment(leave_out=("LIGHTNING_HPU_",), LIGHTNING_HPU_BACKEND="cpu")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.stdout.split() == ["True"], done.stderr[-3000:]
+    switched_off = subprocess.run([sys.executable, "-c", code], env={**env, "LIGHTNING_HPU_AUTOLOAD": "0"},
+                                  capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert switched_off.stdout.split() == ["False"], switched_off.stderr[-3000:]

@@ -108,6 +108,8 @@ class Command:
             return "installs packages from the network"
         if re.search(r"\.venv-[\w.-]+/bin/", self.text):
             return "runs in an environment of its own, which its page says how to make"
+        if "--leg lightning-head" in self.text:
+            return "builds Lightning from a git checkout of its repository, which this test (and CI) has not"
         if "scripts/test.sh" in self.text or ".ci/run" in self.text:
             return "runs the test suite this test is part of (CI runs it)"
         if re.search(r"scripts/(docs|package_check|figures)\.sh", self.text):

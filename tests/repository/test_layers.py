@@ -141,6 +141,154 @@ def test_the_size_rule_counts_the_cpp_files() -> None:
     assert any(path.suffix == ".cpp" for path in own_sources()) and any(path.suffix == ".h" for path in own_sources())
 
 
+TRAINER_TREE = PACKAGE / "pytorch"
+FABRIC_TREE = PACKAGE / "fabric"
+#: The layers that may import ``lightning.pytorch``: the Trainer tree, the glue into Lightning's connectors and
+#: registries (which wires the Trainer and Fabric alike), and, like the top-level package that exports both trees,
+#: optimum-habana's ``GaudiConfig``, whose ``trainer_arguments()`` and ``fabric_arguments()`` build the arguments of
+#: each (it imports the Trainer's plugins only inside ``trainer_arguments``), and the command line
+#: (``lightning_hpu.__main__``: ``lightning-hpu check`` trains with the Trainer), which sits above everything.
+TRAINER_LAYERS = (
+    "lightning_hpu.pytorch",
+    "lightning_hpu.integration",
+    "lightning_hpu.optimum.gaudi_config",
+    "lightning_hpu.__main__",
+)
+
+
+def defined_classes(path: Path) -> set[str]:
+    """The classes ``path`` defines or serves (a module whose class lives below both trees names it in ``__all__``),
+    named as either side would: without a ``Fabric`` prefix or ``Plugin`` suffix."""
+    body = ast.parse(path.read_text()).body
+    names = {node.name for node in body if isinstance(node, ast.ClassDef)}
+    for node in body:
+        if isinstance(node, ast.Assign) and any(getattr(target, "id", None) == "__all__" for target in node.targets):
+            names |= {element.value for element in ast.walk(node.value) if isinstance(element, ast.Constant)}
+    return {name.removeprefix("Fabric").removesuffix("Plugin") for name in names if name[:1].isupper()}
+
+
+def lightning_trainer_has(relative: Path) -> bool:
+    """Whether Lightning's own ``lightning/pytorch`` has a module at ``relative`` (Lightning's mirror)."""
+    import lightning
+
+    return (Path(lightning.__file__).parent / "pytorch" / relative).exists()
+
+
+def fabric_modules_with_a_trainer_counterpart() -> list[Path]:
+    """The ``fabric/`` modules the Trainer side has too: where Lightning has both, or where a class of the same name
+    is defined under ``pytorch/``."""
+    trainer_classes = {name for path in own_modules(TRAINER_TREE) for name in defined_classes(path)}
+    return [
+        path
+        for path in own_modules(FABRIC_TREE)
+        if path.name != "__init__.py"
+        and (lightning_trainer_has(path.relative_to(FABRIC_TREE)) or defined_classes(path) & trainer_classes)
+    ]
+
+
+def test_the_trainer_tree_mirrors_the_fabric_tree() -> None:
+    paired = fabric_modules_with_a_trainer_counterpart()
+    assert {"accelerator.py", "strategies/fsdp.py", "plugins/precision.py"} <= {
+        str(path.relative_to(FABRIC_TREE)) for path in paired
+    }, "the mirror check misses pairs it must see: is the tree where it expects?"
+    missing = [
+        f"fabric/{path.relative_to(FABRIC_TREE)} has no pytorch/{path.relative_to(FABRIC_TREE)}"
+        for path in paired
+        if not (TRAINER_TREE / path.relative_to(FABRIC_TREE)).is_file()
+    ]
+    assert not missing, "\n".join(missing)
+
+
+def test_the_two_trees_stand_side_by_side() -> None:
+    """Neither tree imports the other: what both build on (Fabric's accelerator and precision plugin, the strategy
+    mixins, the checkpoint IO) is below them, so each reads on its own."""
+    crossing = [
+        f"{module_name(path)} imports {imported}"
+        for tree, other in ((TRAINER_TREE, "lightning_hpu.fabric"), (FABRIC_TREE, "lightning_hpu.pytorch"))
+        for path in own_modules(tree)
+        for imported in imported_modules(path)
+        if is_under(imported, (other,))
+    ]
+    assert not crossing, "\n".join(crossing)
+    assert own_modules(TRAINER_TREE) and own_modules(FABRIC_TREE), "the trees are not where the check expects them"
+
+
+def test_only_the_trainer_layers_import_lightning_pytorch() -> None:
+    offending = [
+        f"{module_name(path)} imports {imported}"
+        for path in own_modules(PACKAGE)
+        if (this := module_name(path)) != "lightning_hpu" and not is_under(this, TRAINER_LAYERS)
+        for imported in imported_modules(path)
+        if is_under(
+            imported, ("lightning.pytorch", "pytorch_lightning", "lightning_hpu.pytorch", "lightning_hpu.integration")
+        )
+    ]
+    assert not offending, "\n".join(offending)
+
+
+LIGHTNING_PACKAGES = ("lightning", "pytorch_lightning", "lightning_fabric")
+
+
+def lightning_bound_names(tree: ast.Module) -> set[str]:
+    """The names a module binds to Lightning's modules and objects (``import lightning.pytorch as pl``,
+    ``from lightning.fabric.strategies import fsdp``, ``from lightning.pytorch import Trainer``)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if is_under(alias.name, LIGHTNING_PACKAGES):
+                    names.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and not node.level and is_under(node.module or "", LIGHTNING_PACKAGES):
+            names.update(alias.asname or alias.name for alias in node.names)
+    return names
+
+
+def assignments_to_lightning(path: Path) -> list[str]:
+    """``name.attribute = ...`` and ``setattr(name, ...)`` in ``path`` where ``name`` is one of Lightning's."""
+    tree = ast.parse(path.read_text())
+    bound = lightning_bound_names(tree)
+
+    def root(node: ast.expr) -> str | None:
+        while isinstance(node, ast.Attribute):
+            node = node.value
+        return node.id if isinstance(node, ast.Name) else None
+
+    found = []
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        found += [
+            f"{module_name(path)}:{node.lineno} assigns to {ast.unparse(target)}"
+            for target in targets
+            if isinstance(target, ast.Attribute) and root(target) in bound
+        ]
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("setattr", "delattr")
+            and node.args
+            and root(node.args[0]) in bound
+        ):
+            found.append(f"{module_name(path)}:{node.lineno} calls {node.func.id} on {ast.unparse(node.args[0])}")
+    return found
+
+
+def test_only_integration_assigns_to_lightnings_modules_and_classes() -> None:
+    assert any(assignments_to_lightning(path) for path in own_modules(PACKAGE / "integration")), (
+        "integration/ patches Lightning: the check should see its assignments"
+    )
+    offending = [
+        found
+        for path in own_modules(PACKAGE)
+        if not is_under(module_name(path), ("lightning_hpu.integration",))
+        for found in assignments_to_lightning(path)
+    ]
+    assert not offending, "\n".join(offending)
+
+
 # --- the stand-in's folders, from the bottom up -----------------------------------------------------------------
 
 

@@ -155,6 +155,7 @@ def test_litgpt_serve_answers_from_the_hpu(checkpoint: Path, tmp_path: Path) -> 
     assert held and held[0] > 0, f"the worker held no HPU memory (its weights were not on the HPU): {output[-3000:]}"
 
 
+@pytest.mark.multiprocess
 def test_from_litgpt_import_llm_is_registered_though_torch_comes_first_inside_it() -> None:
     """``litgpt.api`` imports Lightning, and with it torch, first: the import hook is installed while it runs and
     registers it once the import binds it on ``litgpt``."""

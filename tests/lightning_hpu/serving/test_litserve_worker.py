@@ -111,6 +111,7 @@ def test_auto_serves_on_two_hpus_batching_and_streaming_and_workers_die_with_the
         server.communicate()
 
 
+@pytest.mark.multiprocess
 def test_the_switch_off_leaves_litserve_as_it_is() -> None:
     env = scenario_environment(leave_out=("LIGHTNING_HPU_",), LIGHTNING_HPU_BACKEND="cpu", LIGHTNING_HPU_AUTOLOAD="0")
     done = subprocess.run(

@@ -19,4 +19,5 @@ run "$python" benchmarks/async_checkpoint.py --megabytes 64 --rounds 2
 run "$python" benchmarks/compile.py --depths 1 2 4 --steps 3
 run LIGHTNING_HPU_CPU_DEVICES=2 "$python" benchmarks/sharded_memory.py --width 256 --blocks 4
 run "$python" benchmarks/startup_cost.py --runs 20
+run "$python" benchmarks/serving.py --requests 64 --rounds 5
 "$python" benchmarks/plots.py --figures docs/figures --page docs/guide/_figures.md

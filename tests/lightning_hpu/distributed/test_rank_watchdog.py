@@ -17,6 +17,7 @@ import torch.distributed as dist
 
 from lightning_hpu.distributed import rank_watchdog
 from lightning_hpu.distributed.rank_watchdog import RankWatchdog, is_collective_timeout, is_lost_connection
+from tests.helpers.fresh_start import GROUP, fresh_start
 
 TIMEOUT = timedelta(seconds=20)
 
@@ -117,28 +118,15 @@ def test_only_a_rank_of_a_living_launcher_that_is_its_parent_follows_it(
     assert left == [("?", f"the process that launched it (pid {other.pid}) has exited")]
 
 
-_EXIT_WITH_WATCHDOGS_RUNNING = """
-import time
-from datetime import timedelta
-import torch.distributed as dist
-from lightning_hpu.distributed.rank_watchdog import RankWatchdog
-master = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False)
-watchdogs = [
-    RankWatchdog("127.0.0.1", master.port, rank, 2, job="exit", timeout=timedelta(seconds=20), poll_seconds=0)
-    for rank in range(2)
-]
-time.sleep(0.3)
-print("done", flush=True)
-"""
-
-
 @pytest.mark.multiprocess
+@GROUP
 def test_a_process_exits_cleanly_with_its_watchdogs_still_watching() -> None:
     """Fabric has no teardown: its watchdog watches until the process exits. A watchdog thread still inside a store
     request when the interpreter shuts down aborted the process ("terminate called without an active exception");
-    polling without pause keeps the threads inside requests, so that abort came every time."""
-    result = subprocess.run(
-        [sys.executable, "-c", _EXIT_WITH_WATCHDOGS_RUNNING], capture_output=True, text=True, timeout=120
-    )
-    assert (result.returncode, result.stdout) == (0, "done\n"), result.stderr[-2000:]
-    assert "terminate called" not in result.stderr
+    polling without pause keeps the threads inside requests, so that abort came every time.
+
+    A real interpreter's exit is the point: the shared fresh start (``tests/helpers/fresh_start.py``) ends so."""
+    started = fresh_start()
+    assert started.section("watchdogs") == {"watchdogs": 2}
+    assert (started.returncode, started.stdout.endswith("\ndone\n")) == (0, True), started.stderr[-2000:]
+    assert "terminate called" not in started.stderr

@@ -2,7 +2,9 @@
 ``pytorch_lightning``/``lightning_fabric``, with no ``import lightning_hpu``; ``LIGHTNING_HPU_AUTOLOAD=0`` turns it
 off; a machine without HPUs sees no difference; the core scenarios run under both namespaces.
 
-The processes about start-up run ``sys.executable`` (the preloaded interpreter has imported Lightning already).
+The processes about start-up run ``sys.executable`` (the preloaded interpreter has imported Lightning already), one
+per start (its environment, its first import); the program that never imports lightning_hpu is a section of the
+fresh start other test files share (``tests/helpers/fresh_start.py``). The rest run in the preloaded interpreter.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.fresh_start import GROUP, fresh_start
 from tests.helpers.namespaces import NAMESPACE_ENV, NAMESPACES
 from tests.helpers.paths import ROOT, SCENARIOS
 
@@ -32,9 +35,11 @@ def _env(**values: str) -> dict[str, str]:
     return env
 
 
-def _python(code: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+def _python(
+    code: str, env: dict[str, str], cwd: Path, python: str = sys.executable
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=cwd, capture_output=True, text=True, timeout=300
+        [python, "-c", textwrap.dedent(code)], env=env, cwd=cwd, capture_output=True, text=True, timeout=300
     )
 
 
@@ -43,43 +48,11 @@ def _last_json(result: subprocess.CompletedProcess[str]) -> Any:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-NO_IMPORT = """
-import json, sys
-import lightning as L
-import pytorch_lightning as pl
-from lightning_fabric import Fabric
-from lightning.pytorch.demos.boring_classes import BoringModel
-
-seen = {"imported_by_lightning": "lightning_hpu" in sys.modules}
-quiet = dict(logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
-trainer = L.Trainer(accelerator="hpu", devices=1, max_steps=2, **quiet)
-trainer.fit(BoringModel())
-seen["lightning"] = [type(trainer.accelerator).__module__, type(trainer.strategy).__name__]
-seen["lightning_auto"] = type(L.Trainer(**quiet).accelerator).__module__
-trainer = pl.Trainer(accelerator="hpu", devices=1, **quiet)
-seen["pytorch_lightning"] = [type(trainer.accelerator).__module__, type(trainer.strategy).__module__]
-seen["pytorch_lightning_auto"] = type(pl.Trainer(**quiet).accelerator).__module__
-fabric = Fabric(accelerator="hpu", devices=1, precision="bf16-mixed")
-seen["lightning_fabric"] = [type(fabric.accelerator).__module__, type(fabric.strategy._precision).__module__]
-seen["lightning_fabric_auto"] = type(Fabric().accelerator).__module__
-
-import lightning_hpu
-from lightning_hpu import standalone
-refused = []
-pairs = ((pl.Trainer, lightning_hpu.HPUParallelStrategy()), (L.Trainer, standalone.HPUParallelStrategy()))
-for trainer_cls, strategy in pairs:
-    try:
-        trainer_cls(accelerator="hpu", strategy=strategy, **quiet)
-    except lightning_hpu.HPUConfigurationError as error:
-        refused.append(str(error))
-seen["refused"] = refused
-seen["shared"] = standalone.wrap_in_hpu_graph is lightning_hpu.wrap_in_hpu_graph
-print(json.dumps(seen))
-"""
-
-
-def test_every_lightning_package_knows_hpu_without_importing_lightning_hpu(tmp_path: Path) -> None:
-    seen = _last_json(_python(NO_IMPORT, _env(LIGHTNING_HPU_BACKEND="cpu"), tmp_path))
+@GROUP
+def test_every_lightning_package_knows_hpu_without_importing_lightning_hpu() -> None:
+    """A program that never imports lightning_hpu: a fresh interpreter's start is the point, so the shared fresh start
+    (``tests/helpers/fresh_start.py``, ``no_import``) runs it."""
+    seen = fresh_start().section("no_import")
     assert seen["imported_by_lightning"], "importing lightning registered lightning-hpu"
     assert seen["lightning"] == ["lightning_hpu.pytorch.accelerator", "SingleHPUStrategy"]
     assert seen["lightning_auto"] == "lightning_hpu.pytorch.accelerator"  # Trainer() picks the HPU
@@ -121,6 +94,7 @@ print(json.dumps({
 
 
 def test_importing_a_standalone_module_before_lightning_still_registers(tmp_path: Path) -> None:
+    """A real interpreter: its first import, a standalone module's before any Lightning's, is the point."""
     # The module imports pytorch_lightning half-way through its own run; registering at that moment would import
     # it half-run: the registration waits until it has run.
     seen = _last_json(_python(STANDALONE_FIRST, _env(LIGHTNING_HPU_BACKEND="cpu"), tmp_path))
@@ -158,6 +132,7 @@ print(json.dumps(seen))
 
 
 def test_a_machine_without_hpus_sees_no_difference_and_the_switch_turns_registration_off(tmp_path: Path) -> None:
+    """Real interpreters, one per setting of the switch: what importing Lightning prints and warns is the point."""
     on = _last_json(_python(WITHOUT_HPU, _env(), tmp_path))
     off = _last_json(_python(WITHOUT_HPU, _env(LIGHTNING_HPU_AUTOLOAD="0"), tmp_path))
     assert on["imported"] and not off["imported"]
@@ -170,6 +145,7 @@ def test_a_machine_without_hpus_sees_no_difference_and_the_switch_turns_registra
 
 
 def test_a_broken_install_warns_once_and_leaves_lightning_as_it_was(tmp_path: Path) -> None:
+    """A real interpreter: the broken package must be the one importing Lightning meets at start-up."""
     broken = tmp_path / "broken" / "lightning_hpu"
     broken.mkdir(parents=True)
     (broken / "__init__.py").write_text("raise ImportError('a file of the install is missing')\n")
@@ -261,9 +237,11 @@ print(json.dumps({
 
 
 @pytest.mark.skipif(importlib.util.find_spec("neuralforecast") is None, reason="needs neuralforecast (test extra)")
-def test_a_library_built_on_pytorch_lightning_trains_on_the_hpu(tmp_path: Path) -> None:
-    """Nixtla's neuralforecast builds its own ``pytorch_lightning.Trainer`` from the model's arguments."""
-    result = _python(NEURALFORECAST, _env(LIGHTNING_HPU_BACKEND="cpu"), tmp_path)
+def test_a_library_built_on_pytorch_lightning_trains_on_the_hpu(python_executable: str, tmp_path: Path) -> None:
+    """Nixtla's neuralforecast builds its own ``pytorch_lightning.Trainer`` from the model's arguments (in the
+    preloaded interpreter: the library's use of the HPU is the point, not the start; its server has not imported
+    ``pytorch_lightning``, so the library's import of it still registers the standalone namespace)."""
+    result = _python(NEURALFORECAST, _env(LIGHTNING_HPU_BACKEND="cpu"), tmp_path, python_executable)
     seen = _last_json(result)
     assert seen == {"rows": 4, "hpu_memory": seen["hpu_memory"], "standalone_accelerator": True,
                     "uses_pytorch_lightning": True}  # fmt: skip

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
 import warnings
 
 import pytest
@@ -13,6 +10,7 @@ import torch
 
 from lightning_hpu.support import versions
 from lightning_hpu.support.versions import TESTED, UntestedVersionWarning, VersionRange, release, untested_versions
+from tests.helpers.fresh_start import GROUP, fresh_start
 from tests.helpers.paths import ROOT
 
 RANGES = {r.name: r for r in TESTED}
@@ -125,21 +123,12 @@ def test_inside_the_ranges_nothing_is_said(monkeypatch: pytest.MonkeyPatch) -> N
         versions.warn_if_untested({"torch": "2.9.0a0+git1", "lightning": "2.6.0", "python": "3.10.13"})
 
 
+@GROUP
 def test_import_warns_once_with_a_faked_torch() -> None:
-    """``import lightning_hpu`` itself warns, once, with torch 2.7 (Intel Gaudi 1.22) and an untested Lightning."""
-    code = (
-        "import json, warnings, torch, lightning\n"
-        "torch.__version__ = '2.7.1'\n"
-        "lightning.__version__ = '2.5.6'\n"
-        "with warnings.catch_warnings(record=True) as caught:\n"
-        "    warnings.simplefilter('always')\n"
-        "    import lightning_hpu\n"
-        "    from lightning_hpu.support.versions import warn_if_untested\n"
-        "    warn_if_untested()\n"
-        "print(json.dumps([str(w.message) for w in caught if w.category is lightning_hpu.UntestedVersionWarning]))\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
-    messages = json.loads(result.stdout.strip().splitlines()[-1])
+    """``import lightning_hpu`` itself warns, once, with torch 2.7 (Intel Gaudi 1.22) and an untested Lightning.
+
+    In a fresh interpreter, where importing Lightning imported the package: the shared fresh start checks it."""
+    messages = fresh_start().section("faked_versions")
     assert len(messages) == 1
     assert "this environment has torch 2.7.1, lightning 2.5.6, outside that range" in messages[0]
 

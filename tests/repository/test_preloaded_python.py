@@ -71,20 +71,22 @@ def _facts(python: str, directory: Path, extra_fd: int | None = None) -> dict[st
 def test_a_probe_sees_what_it_sees_in_the_real_interpreter(python_executable: str, tmp_path: Path) -> None:
     if python_executable == sys.executable:
         pytest.skip("the preloaded interpreter is turned off (LIGHTNING_HPU_TEST_PRELOADED_PYTHON=0)")
+    """The real interpreter is the point (the reference); each is given one descriptor, at the same number."""
     (tmp_path / "lib").mkdir()
     (tmp_path / "probe.py").write_text(PROBE)
-    real = _facts(sys.executable, tmp_path)
-    preloaded = _facts(python_executable, tmp_path)
+    reader, writer = os.pipe()
+    try:
+        os.write(writer, b"hello")
+        real = _facts(sys.executable, tmp_path, extra_fd=reader)
+        os.write(writer, b"hello")
+        preloaded = _facts(python_executable, tmp_path, extra_fd=reader)
+    finally:
+        os.close(reader)
+        os.close(writer)
     assert preloaded == real
     assert real["grad_device"] == "hpu:0" and real["threads"] == 1
     # A descriptor the caller passed on is there, at its number.
-    reader, writer = os.pipe()
-    os.write(writer, b"hello")
-    os.close(writer)
-    try:
-        assert _facts(python_executable, tmp_path, extra_fd=reader)["extra_fd"] == "hello"
-    finally:
-        os.close(reader)
+    assert preloaded["extra_fd"] == "hello"
 
 
 def test_exit_status_signals_tracebacks_and_the_fallback(python_executable: str, tmp_path: Path) -> None:
@@ -105,11 +107,12 @@ def test_exit_status_signals_tracebacks_and_the_fallback(python_executable: str,
         '  File "<string>", line 2, in f',
         "ValueError: boom",
     ]
-    # atexit handlers run at the normal exit; -m runs a module as __main__.
-    assert run("-c", "import atexit; atexit.register(print, 'bye')").stdout == "bye\n"
-    # By then the objects the server preloaded (and froze) are collectable again, as in a process that imported them
-    # itself: left frozen, libraries that count their live objects at exit (triton 3.9) print leaks on stderr.
-    assert run("-c", "import atexit, gc; atexit.register(lambda: print(gc.get_freeze_count()))").stdout == "0\n"
+    # atexit handlers run at the normal exit (the last registered first). By then the objects the server preloaded
+    # (and froze) are collectable again, as in a process that imported them itself: left frozen, libraries that count
+    # their live objects at exit (triton 3.9) print leaks on stderr.
+    at_exit = "import atexit, gc; atexit.register(lambda: print(gc.get_freeze_count())); atexit.register(print, 'bye')"
+    assert run("-c", at_exit).stdout == "bye\n0\n"
+    # -m runs a module as __main__.
     assert run("-m", "json.tool", "--help").stdout.startswith("usage: python -m json.tool")
     # A variable torch reads while it starts sends the command to the real interpreter, which honours it.
     logged = run(
@@ -122,6 +125,10 @@ def test_exit_status_signals_tracebacks_and_the_fallback(python_executable: str,
     assert run("-c", preloaded, LD_LIBRARY_PATH=str(tmp_path)).stdout == "False\n"
     server_directories = [str(MPI_LIBRARIES)] if MPI_LIBRARIES.is_dir() else []
     assert run("-c", preloaded, LD_LIBRARY_PATH=os.pathsep.join(server_directories * 3)).stdout == "True\n"
+    # A process a fork starts (a rank, a worker) is forked too: what the preloaded imports put in the environment
+    # (PYTORCH_NVML_BASED_CUDA_CHECK, ...), which it inherits, does not send it to the real interpreter.
+    child = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {preloaded!r}])"
+    assert run("-c", child).stdout == "True\n"
 
 
 def test_a_killed_shim_takes_its_process_with_it(python_executable: str, tmp_path: Path) -> None:

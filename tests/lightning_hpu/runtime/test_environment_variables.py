@@ -81,6 +81,7 @@ print(json.dumps({"cpu": cpu, "errors": errors, "warnings": ours}))
 
 @pytest.mark.multiprocess
 def test_bad_variables_leave_the_registration_alone_and_fail_where_the_hpu_is_asked_for(tmp_path: Path) -> None:
+    """A real interpreter: the warning comes while Lightning is imported at start-up, with these variables set."""
     env = {name: value for name, value in os.environ.items() if not name.startswith(("LIGHTNING_HPU_", "PT_HPU_"))}
     env.update(
         LIGHTNING_HPU_BACKEND="bogus",

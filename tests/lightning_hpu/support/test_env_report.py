@@ -101,6 +101,7 @@ def test_versions_outside_the_supported_ranges_are_warnings(standin: Any, monkey
 
 
 def test_python_m_and_the_console_script_run_the_report_and_fail_on_errors() -> None:
+    """A real interpreter: TORCH_COMPILE_DEBUG is read while torch starts, so the preloaded one would hand it over."""
     scripts = (ROOT / "pyproject.toml").read_text().split("\n[project.scripts]\n", 1)[1].split("\n[", 1)[0]
     entry = re.search(r'^lightning-hpu-env = "([\w.]+):(\w+)"$', scripts, re.MULTILINE)
     assert entry is not None, "pyproject.toml declares the console script"

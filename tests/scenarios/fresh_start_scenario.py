@@ -34,7 +34,7 @@ def import_is_cheap() -> dict[str, Any]:
         raise AssertionError("subprocess started at import")
 
     popen_init = subprocess.Popen.__init__
-    subprocess.Popen.__init__ = refuse  # type: ignore[assignment]
+    subprocess.Popen.__init__ = refuse  # type: ignore[method-assign]
     try:
         from lightning.pytorch.accelerators import AcceleratorRegistry
 
@@ -57,13 +57,18 @@ def no_import() -> dict[str, Any]:
     from lightning_fabric import Fabric
 
     seen: dict[str, Any] = {"imported_by_lightning": IMPORTED_BY_LIGHTNING}
-    quiet = dict(logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+    quiet: dict[str, Any] = dict(
+        logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False
+    )
     trainer = L.Trainer(accelerator="hpu", devices=1, max_steps=2, **quiet)
     trainer.fit(BoringModel())
     seen["lightning"] = [type(trainer.accelerator).__module__, type(trainer.strategy).__name__]
     seen["lightning_auto"] = type(L.Trainer(**quiet).accelerator).__module__
-    trainer = pl.Trainer(accelerator="hpu", devices=1, **quiet)
-    seen["pytorch_lightning"] = [type(trainer.accelerator).__module__, type(trainer.strategy).__module__]
+    standalone_trainer = pl.Trainer(accelerator="hpu", devices=1, **quiet)
+    seen["pytorch_lightning"] = [
+        type(standalone_trainer.accelerator).__module__,
+        type(standalone_trainer.strategy).__module__,
+    ]
     seen["pytorch_lightning_auto"] = type(pl.Trainer(**quiet).accelerator).__module__
     fabric = Fabric(accelerator="hpu", devices=1, precision="bf16-mixed")
     seen["lightning_fabric"] = [type(fabric.accelerator).__module__, type(fabric.strategy._precision).__module__]
@@ -73,7 +78,10 @@ def no_import() -> dict[str, Any]:
     from lightning_hpu import standalone
 
     refused = []
-    pairs = ((pl.Trainer, lightning_hpu.HPUParallelStrategy()), (L.Trainer, standalone.HPUParallelStrategy()))
+    pairs: tuple[tuple[Any, Any], ...] = (
+        (pl.Trainer, lightning_hpu.HPUParallelStrategy()),
+        (L.Trainer, standalone.HPUParallelStrategy()),
+    )
     for trainer_cls, strategy in pairs:
         try:
             trainer_cls(accelerator="hpu", strategy=strategy, **quiet)
@@ -101,7 +109,7 @@ def faked_versions() -> list[str]:
 
             warn_if_untested()
     finally:
-        torch.__version__, lightning.__version__ = real  # type: ignore[assignment]
+        torch.__version__, lightning.__version__ = real
     return [str(w.message) for w in caught if w.category is lightning_hpu.UntestedVersionWarning]
 
 

@@ -2,7 +2,8 @@
 
 Lightning's Fabric never calls ``strategy.teardown()``; a Fabric run ends when its strategy is dropped, when the next
 run starts in the process, or at its teardown (:func:`stop_with_run`). In one process here with stand-in watchdogs;
-then every parallel strategy of both trees, three runs each on two stand-in HPUs (``run_end_scenario.py``).
+then every parallel strategy of both trees, three runs each on two stand-in HPUs, in one launch
+(``run_end_scenario.py``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import gc
 import json
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -103,11 +103,16 @@ def test_a_hook_set_after_ours_stays_and_ours_goes_quiet(hook_before: Any, monke
     assert watchdog.reports == [] and hook_before.seen == [error]  # passed on, not reported to a closed watchdog
 
 
-@pytest.mark.multiprocess
-@pytest.mark.parametrize("side", ["Trainer", "Fabric"])
-def test_three_runs_of_every_parallel_strategy_leave_nothing_running(side: str, tmp_path: Path) -> None:
-    """One process per tree (each rank runs the tree's four strategies three times)."""
+#: The trees, in the order the one launch runs them.
+SIDES = ("Trainer", "Fabric")
+
+
+@pytest.fixture(scope="module")
+def run_end_reports(tmp_path_factory: pytest.TempPathFactory, python_executable: str) -> list[dict[str, Any]]:
+    """Both trees in one launch of two ranks (the Trainer's runs, then Fabric's; ``run_end_scenario.py``), in the
+    preloaded Python: what a run leaves in its process is checked, not how the process starts. Each rank's report."""
     pytest.importorskip("deepspeed")
+    out = tmp_path_factory.mktemp("run_end")
     env = scenario_environment(
         leave_out=("PT_HPU_LAZY_MODE", "DS_ACCELERATOR"),
         LIGHTNING_HPU_BACKEND="cpu",
@@ -115,21 +120,31 @@ def test_three_runs_of_every_parallel_strategy_leave_nothing_running(side: str, 
         MASTER_PORT=str(free_port()),
     )
     done = subprocess.run(
-        [sys.executable, str(SCENARIOS / "run_end_scenario.py"), str(tmp_path), side],
+        [python_executable, str(SCENARIOS / "run_end_scenario.py"), str(out), *SIDES],
         env=env,
         capture_output=True,
         text=True,
         timeout=540,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
+    return [json.loads((out / f"rank{rank}.json").read_text()) for rank in (0, 1)]
 
-    for rank in (0, 1):
-        report = json.loads((tmp_path / f"rank{rank}.json").read_text())
-        assert len(report) == 4, sorted(report)  # the tree's four parallel strategies
+
+@pytest.mark.multiprocess
+@pytest.mark.xdist_group("run_end_scenario")  # one worker reads the one launch (--dist loadgroup)
+@pytest.mark.parametrize("side", SIDES)
+def test_three_runs_of_every_parallel_strategy_leave_nothing_running(
+    side: str, run_end_reports: list[dict[str, Any]]
+) -> None:
+    """Each rank ran the tree's four strategies three times, after the Trainer's runs for Fabric, and every run left
+    what was there before the first run of the process (so a Trainer leak fails the Trainer first)."""
+    for rank, whole_report in enumerate(run_end_reports):
+        report = {case: runs for case, runs in whole_report.items() if case.startswith(f"{side}-")}
+        assert len(report) == 4, f"rank {rank}, {side}: {sorted(whole_report)}"  # the tree's four parallel strategies
         for case, runs in report.items():
-            assert len(runs) == 3
+            assert len(runs) == 3, f"rank {rank}, {case}"
             for number, run in enumerate(runs, 1):
                 assert run["watchdog"] and run["thread"], f"rank {rank}, {case}, run {number}: no watchdog ran"
-                if case.startswith("Fabric"):
+                if side == "Fabric":
                     assert run["excepthook"] == "UncaughtExceptionAbort", f"rank {rank}, {case}, run {number}"
                 assert run["left"] == [], f"rank {rank}, {case}, run {number} left: {run['left']}"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any, ClassVar
@@ -15,6 +14,7 @@ import torch
 
 from lightning_hpu import HPUCheckpointIO
 from lightning_hpu.checkpoint.files import process_start_time, remove_orphaned_temporary_files, this_host
+from tests.helpers.processes import alive
 from tests.helpers.trainer import quiet_trainer
 
 
@@ -83,14 +83,14 @@ def test_load_maps_to_cpu_and_reports_missing_files(tmp_path: Path) -> None:
 
 
 _KILLED_MID_SAVE = """
-import sys, time, torch
+import os, sys, time, torch
 from lightning_hpu import HPUCheckpointIO
 from lightning_hpu.checkpoint.files import process_start_time, remove_orphaned_temporary_files, this_host
 
 def stall(obj, file, *args, **kwargs):
     file.write(b"x" * 4096)  # part of a checkpoint, then the process is killed
     file.flush()
-    print("writing", flush=True)
+    print("writing", os.getpid(), flush=True)
     time.sleep(600)
 
 torch.save = stall
@@ -102,21 +102,27 @@ def _temporary_files(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.iterdir() if p.name.endswith(".tmp"))
 
 
-def test_the_next_save_removes_what_saves_killed_by_sigkill_left(tmp_path: Path) -> None:
+def test_the_next_save_removes_what_saves_killed_by_sigkill_left(tmp_path: Path, python_executable: str) -> None:
+    """The writers run in the preloaded Python: each is killed mid-save by its own pid (the one its temporary file
+    names), as a real process is; a killed writer left unreaped (a zombie) is in the test below."""
     io = HPUCheckpointIO()
     path = tmp_path / "last.ckpt"
     io.save_checkpoint({"step": 1, "w": torch.ones(3)}, path)
     writers = [
-        subprocess.Popen([sys.executable, "-c", _KILLED_MID_SAVE, str(path)], stdout=subprocess.PIPE, text=True)
+        subprocess.Popen([python_executable, "-c", _KILLED_MID_SAVE, str(path)], stdout=subprocess.PIPE, text=True)
         for _ in range(2)
     ]
     try:
+        pids = []
         for writer in writers:  # both mid-save at once (a later save would already clean up the first)
-            assert writer.stdout is not None and writer.stdout.readline().strip() == "writing"
-        for writer in writers:
-            os.kill(writer.pid, signal.SIGKILL)
-        for writer in writers:
-            while process_start_time(writer.pid) is not None:  # killed; left unreaped (a zombie) on purpose
+            assert writer.stdout is not None
+            line = writer.stdout.readline()
+            assert line.startswith("writing "), line
+            pids.append(int(line.split()[1]))
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+        for pid in pids:
+            while process_start_time(pid) is not None:  # killed (a zombie until reaped)
                 time.sleep(0.01)
         left = _temporary_files(tmp_path)
         assert len(left) == 2 and all(f".last.ckpt.{this_host()}." in name for name in left)
@@ -134,10 +140,13 @@ def test_the_next_save_removes_what_saves_killed_by_sigkill_left(tmp_path: Path)
 def test_temporary_files_of_live_writers_and_other_hosts_are_kept(tmp_path: Path) -> None:
     me, my_start = os.getpid(), process_start_time(os.getpid())
     assert my_start is not None
-    sleeper = subprocess.Popen(["sleep", "60"])
+    sleeper, killed = subprocess.Popen(["sleep", "60"]), subprocess.Popen(["sleep", "60"])
     try:
-        sleeper_start = process_start_time(sleeper.pid)
-        assert sleeper_start is not None
+        sleeper_start, killed_start = process_start_time(sleeper.pid), process_start_time(killed.pid)
+        assert sleeper_start is not None and killed_start is not None
+        killed.kill()  # left unreaped: a zombie, which never writes again
+        while alive(killed.pid):
+            time.sleep(0.01)
         host = this_host()
         keep = [
             f".a.ckpt.{host}.{me}.{my_start}.0123abcd.tmp",  # this process, mid-save
@@ -149,13 +158,15 @@ def test_temporary_files_of_live_writers_and_other_hosts_are_kept(tmp_path: Path
         remove = [
             f".a.ckpt.{host}.{sleeper.pid + 10**7}.5.0123abcd.tmp",  # no such process
             f".b.ckpt.{host}.{sleeper.pid}.{sleeper_start + 1}.89abcdef.tmp",  # pid reused by a later process
+            f".c.ckpt.{host}.{killed.pid}.{killed_start}.0123abcd.tmp",  # killed, not yet reaped
         ]
         for name in keep + remove:
             (tmp_path / name).write_bytes(b"partial")
         removed = remove_orphaned_temporary_files(tmp_path)
     finally:
-        sleeper.kill()
-        sleeper.wait()
+        for process in (sleeper, killed):
+            process.kill()
+            process.wait()
     assert sorted(p.name for p in removed) == sorted(remove)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(keep)
     assert remove_orphaned_temporary_files(tmp_path / "missing") == []

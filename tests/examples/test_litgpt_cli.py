@@ -147,18 +147,23 @@ def test_pretrain_on_two_hpus_runs_litgpts_fsdp_strategy_as_its_hpu_twin(
 
 def test_python_m_litgpt_finds_the_hpu_without_importing_lightning_hpu(tmp_path: Path) -> None:
     """``python -m litgpt pretrain``: LitGPT's Fabric picks ``accelerator="auto"``, which is the HPU once lightning-hpu
-    is installed (it registers when Lightning is imported); its ``torch.compile`` runs with ``hpu_backend``."""
+    is installed (it registers when Lightning is imported); its ``torch.compile`` runs with ``hpu_backend``. A real
+    interpreter: the registration by a fresh start's import of Lightning is the point (a preloaded one has imported
+    it before)."""
     final, _ = _pretrain(sys.executable, tmp_path, devices=1, command=[sys.executable, "-m", "litgpt"])
     # _pretrain checked that Fabric compiled with hpu_backend, which it does only on an HPU accelerator
     assert (final / "lit_model.pth").is_file()
 
 
-def test_litgpts_console_script_trains_on_two_hpus_without_importing_lightning_hpu(tmp_path: Path) -> None:
+def test_litgpts_console_script_trains_on_two_hpus_without_importing_lightning_hpu(
+    python_executable: str, tmp_path: Path
+) -> None:
     """``litgpt pretrain ... --devices 2``, LitGPT's own console script: both ranks train on the HPUs, LitGPT's
-    ``FSDPStrategy`` running as its HPU twin."""
+    ``FSDPStrategy`` running as its HPU twin. In a preloaded Python (the script is run as its shebang runs it): a fresh
+    start's registration is checked by ``python -m litgpt`` above."""
     console_script = Path(sys.executable).with_name("litgpt")
     assert console_script.is_file(), f"LitGPT's console script is not beside {sys.executable}"
-    _, output = _pretrain(sys.executable, tmp_path, devices=2, command=[str(console_script)])
+    _, output = _pretrain(python_executable, tmp_path, devices=2, command=[python_executable, str(console_script)])
     assert (
         "`Fabric(strategy=FSDPStrategy(...))` runs on HPU as lightning_hpu.fabric.strategies.HPUFSDPStrategy,"
         " with the same arguments." in output

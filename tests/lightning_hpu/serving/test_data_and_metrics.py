@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -36,8 +35,8 @@ def _check_streaming(out: Path) -> None:
     assert all(report["device"].startswith("hpu") for report in reports)
 
 
-def _run(env: dict[str, str], *arguments: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, str(SCENARIO), *arguments], env=env, text=True,
+def _run(python: str, env: dict[str, str], *arguments: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([python, str(SCENARIO), *arguments], env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
 
 
@@ -48,17 +47,17 @@ def _finish(*processes: subprocess.Popen[str]) -> None:
 
 
 @pytest.mark.multiprocess
-def test_streaming_and_metrics_on_two_hpus_trainer_and_fabric(tmp_path: Path) -> None:
+def test_streaming_and_metrics_on_two_hpus_trainer_and_fabric(python_executable: str, tmp_path: Path) -> None:
     write_dataset(tmp_path / "data", SAMPLES)
     env = scenario_environment(
         leave_out=("LIGHTNING_HPU_",), LIGHTNING_HPU_BACKEND="cpu", LIGHTNING_HPU_CPU_DEVICES="2"
     )
     (tmp_path / "fit").mkdir()
     (tmp_path / "fabric").mkdir()
-    trainer = _run(env, "trainer", str(tmp_path / "data"), str(tmp_path / "fit"))
+    trainer = _run(python_executable, env, "trainer", str(tmp_path / "data"), str(tmp_path / "fit"))
     _finish(trainer)
     _check_streaming(tmp_path / "fit")
-    fabric = _run(env, "fabric", str(tmp_path / "data"), str(tmp_path / "fabric"))
+    fabric = _run(python_executable, env, "fabric", str(tmp_path / "data"), str(tmp_path / "fabric"))
     _finish(fabric)
     reports = _reports(tmp_path / "fabric", "fabric")
     # rank 0 has 0..3, rank 1 has 10..13: the single-process mean and max of all eight values
@@ -66,11 +65,11 @@ def test_streaming_and_metrics_on_two_hpus_trainer_and_fabric(tmp_path: Path) ->
 
 
 @pytest.mark.multiprocess
-def test_streaming_over_two_torchrun_nodes_without_nnodes(tmp_path: Path) -> None:
+def test_streaming_over_two_torchrun_nodes_without_nnodes(python_executable: str, tmp_path: Path) -> None:
     write_dataset(tmp_path / "data", SAMPLES)
     env = scenario_environment(leave_out=("LIGHTNING_HPU_", "NNODES"), LIGHTNING_HPU_BACKEND="cpu")
     port = str(free_port())
-    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1"]
+    torchrun = [python_executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1"]
     address = ["--master-addr", "127.0.0.1", "--master-port", port]
     script = [str(SCENARIO), "trainer", str(tmp_path / "data"), str(tmp_path), "--devices", "1", "--num-nodes", "2"]
 

@@ -29,6 +29,7 @@ from lightning_hpu.fabric.strategies import SingleHPUStrategy
 from lightning_hpu.runtime import HPUConfigurationError, HPUNotAvailableError
 from lightning_hpu.serving import register
 from tests.helpers.litgpt_data import WORDS, write_tokenizer
+from tests.helpers.paths import SCENARIOS
 from tests.helpers.processes import free_port, scenario_environment
 
 #: A LLaMA-style model of 2 layers of width 16, as the LitGPT command-line tests use.
@@ -101,30 +102,33 @@ def test_distribute_refuses_more_than_one_hpu_and_a_machine_without_one(checkpoi
     assert _device(llm).type == "cpu"
 
 
-#: Written next to ``litgpt serve``: each inference worker, stopped with SIGTERM, reports the HPU memory it holds.
-PROBE = """import multiprocessing, os, signal, sys
-def _report(*_):
-    torch = sys.modules.get("torch")
-    if torch is not None and multiprocessing.current_process().name == "inference-worker":
-        with open(os.path.join({directory!r}, f"worker-{{os.getpid()}}"), "w") as file:
-            file.write(str(torch.hpu.memory_allocated()))
-    os._exit(0)
-signal.signal(signal.SIGTERM, _report)
-"""
+#: Runs LitGPT's console script and reports the HPU memory each inference worker holds when it is stopped.
+SERVE = SCENARIOS / "litgpt_serve_scenario.py"
+
+
+def _stop(server: subprocess.Popen[str], out: Path) -> str:
+    """Ends the server's process group, and the group the server made itself if a preloaded Python runs it (its
+    processes are not in the first); returns the server's output."""
+    if server.poll() is None:
+        server.kill()
+    groups = [server.pid]
+    with contextlib.suppress(FileNotFoundError, ValueError):
+        groups.append(int((out / "server-pid").read_text()))
+    for group in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):  # LitServe's manager, API and worker processes
+            os.killpg(group, signal.SIGKILL)
+    return server.communicate()[0]
 
 
 @pytest.mark.multiprocess
-def test_litgpt_serve_answers_from_the_hpu(checkpoint: Path, tmp_path: Path) -> None:
-    probe = tmp_path / "probe"
-    probe.mkdir()
-    (probe / "sitecustomize.py").write_text(PROBE.format(directory=str(tmp_path)))
-    env = scenario_environment(leave_out=("LIGHTNING_HPU_", "HLS_", "HABANA_"), LIGHTNING_HPU_BACKEND="cpu")
-    env["PYTHONPATH"] = os.pathsep.join([str(probe), env["PYTHONPATH"]])
+def test_litgpt_serve_answers_from_the_hpu(python_executable: str, checkpoint: Path, tmp_path: Path) -> None:
+    env = scenario_environment(leave_out=("LIGHTNING_HPU_", "HLS_", "HABANA_"), LIGHTNING_HPU_BACKEND="cpu",
+                               LITGPT_SERVE_SCENARIO_OUT=str(tmp_path))  # fmt: skip
     port = free_port()
     litgpt_script = Path(sys.executable).with_name("litgpt")
-    command = [str(litgpt_script), "serve", str(checkpoint), "--port", str(port), "--max_new_tokens", "4"]
-    server = subprocess.Popen(command, env=env, cwd=tmp_path, text=True, start_new_session=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+    command = [python_executable, str(SERVE), str(litgpt_script), "serve", str(checkpoint), "--port", str(port)]
+    server = subprocess.Popen([*command, "--max_new_tokens", "4"], env=env, cwd=tmp_path, text=True,
+                              start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
@@ -146,23 +150,20 @@ def test_litgpt_serve_answers_from_the_hpu(checkpoint: Path, tmp_path: Path) -> 
         server.send_signal(signal.SIGINT)  # as Ctrl+C: LitServe stops its workers with SIGTERM
         server.wait(timeout=120)
     finally:
-        if server.poll() is None:
-            server.kill()
-        with contextlib.suppress(ProcessLookupError):  # LitServe's manager and API processes
-            os.killpg(server.pid, signal.SIGKILL)
-        output = server.communicate()[0]
+        output = _stop(server, tmp_path)
     held = [int(path.read_text()) for path in tmp_path.glob("worker-*")]
     assert held and held[0] > 0, f"the worker held no HPU memory (its weights were not on the HPU): {output[-3000:]}"
 
 
 @pytest.mark.multiprocess
-def test_from_litgpt_import_llm_is_registered_though_torch_comes_first_inside_it() -> None:
+def test_from_litgpt_import_llm_is_registered_though_torch_comes_first_inside_it(python_executable: str) -> None:
     """``litgpt.api`` imports Lightning, and with it torch, first: the import hook is installed while it runs and
-    registers it once the import binds it on ``litgpt``."""
+    registers it once the import binds it on ``litgpt``. A real interpreter, as the order of a fresh start's imports is
+    the point; the switch, read by every start, is checked in a preloaded one."""
     code = "from litgpt import LLM; import sys; print(hasattr(LLM.distribute, '__lightning_hpu_wrapped__'))"
     env = scenario_environment(leave_out=("LIGHTNING_HPU_",), LIGHTNING_HPU_BACKEND="cpu")
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert done.stdout.split() == ["True"], done.stderr[-3000:]
-    switched_off = subprocess.run([sys.executable, "-c", code], env={**env, "LIGHTNING_HPU_AUTOLOAD": "0"},
+    switched_off = subprocess.run([python_executable, "-c", code], env={**env, "LIGHTNING_HPU_AUTOLOAD": "0"},
                                   capture_output=True, text=True, timeout=300)  # fmt: skip
     assert switched_off.stdout.split() == ["False"], switched_off.stderr[-3000:]

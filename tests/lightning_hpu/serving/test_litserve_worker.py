@@ -75,6 +75,8 @@ def _start(accelerator: str, port: int, **settings: str) -> subprocess.Popen[str
 
 @pytest.mark.multiprocess
 def test_auto_serves_on_two_hpus_batching_and_streaming_and_workers_die_with_the_server(tmp_path: Path) -> None:
+    """A real interpreter: the workers must die with the process that started them, which a preloaded Python's
+    processes (children of its server) cannot show."""
     port = free_port()
     server = _start("auto", port, LIGHTNING_HPU_CPU_DEVICES="2")
     try:
@@ -112,10 +114,10 @@ def test_auto_serves_on_two_hpus_batching_and_streaming_and_workers_die_with_the
 
 
 @pytest.mark.multiprocess
-def test_the_switch_off_leaves_litserve_as_it_is() -> None:
+def test_the_switch_off_leaves_litserve_as_it_is(python_executable: str) -> None:
     env = scenario_environment(leave_out=("LIGHTNING_HPU_",), LIGHTNING_HPU_BACKEND="cpu", LIGHTNING_HPU_AUTOLOAD="0")
     done = subprocess.run(
-        [sys.executable, str(SCENARIO), "hpu", "2", "0"], env=env, capture_output=True, text=True, timeout=300
+        [python_executable, str(SCENARIO), "hpu", "2", "0"], env=env, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]

@@ -1,10 +1,11 @@
 """``lightning-hpu check``, the command: launched on stand-in HPUs, its JSON against the shipped schema, its refusals.
 
-Four launches of the command (each costs its workers' imports of Lightning): ``--quick`` on one stand-in HPU and
-on two, both of which must pass with every row present, one on two HPUs with every fault of
-``LIGHTNING_HPU_TEST_CHECK_FAULT`` injected at once, where every row must fail and the exit status be 1, and a
-short one (``--only multi``) whose ranks overrun ``--timeout`` and must all be gone when it returns. The command's
-refusals run in this process. The judgements the rows make are tested in ``tests/lightning_hpu/check/``.
+Four launches of the command: ``--quick`` on one stand-in HPU and on two, both of which must pass with every row
+present, one on two HPUs with every fault of ``LIGHTNING_HPU_TEST_CHECK_FAULT`` injected at once, where every row must
+fail and the exit status be 1, all three as ``python -m lightning_hpu`` in the preloaded Python (``python_executable``,
+whose workers are preloaded too), and a short one (``--only multi``) through the console script as users run it,
+whose ranks overrun ``--timeout`` and must all be gone when it returns. The command's refusals run in this process.
+The judgements the rows make are tested in ``tests/lightning_hpu/check/``.
 """
 
 from __future__ import annotations
@@ -32,17 +33,21 @@ from tests.helpers.paths import ROOT
 ALL_ROWS = {name for names in ROWS.values() for name in names}
 
 
-#: ``python -m lightning_hpu``, and the console script the README and docs/guide/node-check.md run.
-PYTHON_M = [sys.executable, "-m", "lightning_hpu"]
+#: The console script the README and docs/guide/node-check.md run (the real interpreter, whose workers are real too).
 CONSOLE_SCRIPT = [str(Path(sys.executable).with_name("lightning-hpu"))]
+
+
+def python_m(python: str) -> list[str]:
+    """``python -m lightning_hpu`` with ``python``."""
+    return [python, "-m", "lightning_hpu"]
 
 
 def run_check(
     tmp_path: Path,
     devices: int,
     *arguments: str,
+    command: list[str],
     faults: str = "",
-    command: list[str] = PYTHON_M,
     env_extra: dict[str, str] | None = None,
 ) -> tuple[int, str, dict[str, Any]]:
     """``<command> check --quick --devices <devices> --json ...`` on stand-in HPUs: exit status, output, JSON."""
@@ -73,8 +78,8 @@ def results(document: dict[str, Any]) -> dict[str, str]:
 
 
 @pytest.mark.multiprocess
-def test_quick_check_on_one_hpu_passes_every_row(tmp_path: Path) -> None:
-    status, output, document = run_check(tmp_path, 1)
+def test_quick_check_on_one_hpu_passes_every_row(tmp_path: Path, python_executable: str) -> None:
+    status, output, document = run_check(tmp_path, 1, command=python_m(python_executable))
     assert status == 0, output[-6000:]
     validate(document)
     seen = results(document)
@@ -88,8 +93,8 @@ def test_quick_check_on_one_hpu_passes_every_row(tmp_path: Path) -> None:
 
 
 @pytest.mark.multiprocess
-def test_quick_check_on_two_hpus_passes_every_row(tmp_path: Path) -> None:
-    status, output, document = run_check(tmp_path, 2, command=CONSOLE_SCRIPT)
+def test_quick_check_on_two_hpus_passes_every_row(tmp_path: Path, python_executable: str) -> None:
+    status, output, document = run_check(tmp_path, 2, command=python_m(python_executable))
     assert status == 0, output[-6000:]
     validate(document)
     seen = results(document)
@@ -100,8 +105,8 @@ def test_quick_check_on_two_hpus_passes_every_row(tmp_path: Path) -> None:
 
 
 @pytest.mark.multiprocess
-def test_every_injected_fault_fails_its_row(tmp_path: Path) -> None:
-    status, output, document = run_check(tmp_path, 2, faults=",".join(FAULTS))
+def test_every_injected_fault_fails_its_row(tmp_path: Path, python_executable: str) -> None:
+    status, output, document = run_check(tmp_path, 2, command=python_m(python_executable), faults=",".join(FAULTS))
     assert status == 1, output[-6000:]
     validate(document)
     seen = results(document)
@@ -115,9 +120,18 @@ def test_every_injected_fault_fails_its_row(tmp_path: Path) -> None:
 
 @pytest.mark.multiprocess
 def test_a_worker_that_overruns_is_killed_with_every_rank(tmp_path: Path) -> None:
+    """Through the console script, as users run it, in the real interpreter: the ranks that must be gone are found by
+    the environment they started with, which a preloaded fork's ``/proc`` entry does not show."""
     tag = f"{os.getpid()}-{tmp_path.name}"  # marks this run's processes, which the command must all end
     status, output, document = run_check(
-        tmp_path, 2, "--only", "multi", "--timeout", "2", env_extra={"LIGHTNING_HPU_TEST_CHECK_TAG": tag}
+        tmp_path,
+        2,
+        "--only",
+        "multi",
+        "--timeout",
+        "2",
+        command=CONSOLE_SCRIPT,
+        env_extra={"LIGHTNING_HPU_TEST_CHECK_TAG": tag},
     )
     assert status == 1, output[-4000:]
     rows = {row["name"]: row for row in document["rows"]}

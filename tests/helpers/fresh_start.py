@@ -1,10 +1,12 @@
-"""One real, fresh Python for the tests about a program's start (``tests/scenarios/fresh_start_scenario.py``), run
-once per test process and shared by the test files that read its sections.
+"""Real, fresh Pythons for the tests about a program's start, one per start that they ask, each run once per test
+process and shared by the test files that read it: :func:`fresh_start` (``tests/scenarios/fresh_start_scenario.py``,
+a program on the stand-in) and :func:`cpu_program` (``tests/scenarios/cpu_program_scenario.py``, a CPU program on a
+machine without HPUs, with lightning-hpu's switch on or off).
 
 A fresh interpreter is the point of these tests (what importing Lightning does, before anything else has), so the
 preloaded one (``preloaded_python.py``) cannot serve; but each costs a core ~7 s to import torch and Lightning, and
 the tests need the same start: one process checks all of them, in an order where no check sees another's work.
-The tests that read it carry the ``xdist_group`` :data:`GROUP`, so that pytest-xdist runs them in one worker.
+The tests that read them are marked with :func:`in_fresh_start_group`.
 """
 
 from __future__ import annotations
@@ -14,16 +16,22 @@ import json
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
 from tests.helpers.paths import SCENARIOS
 from tests.helpers.processes import scenario_environment
 
-#: The xdist group of the tests that read the run (one run per worker that has one of them).
-GROUP = pytest.mark.xdist_group("fresh_start")
+_Test = TypeVar("_Test", bound=Callable[..., object])
+
+
+def in_fresh_start_group(test: _Test) -> _Test:
+    """Marks a test that reads these runs: ``slow`` (it starts a Python), and in one xdist group, so that
+    pytest-xdist runs all of them in one worker (one run of each there)."""
+    return pytest.mark.slow(pytest.mark.xdist_group("fresh_start")(test))
 
 
 @dataclass(frozen=True)
@@ -62,3 +70,24 @@ def fresh_start() -> FreshStart:
     if len(lines) >= 2 and lines[-1] == "done":
         report = json.loads(lines[-2])
     return FreshStart(result.returncode, result.stdout, result.stderr, report)
+
+
+@functools.cache
+def cpu_program(switch: str) -> dict[str, Any]:
+    """The report of the CPU program (once per test process and ``switch``) in the real interpreter, in an
+    environment with none of the package's variables, but ``LIGHTNING_HPU_AUTOLOAD=0`` where ``switch`` is ``off``."""
+    assert switch in ("on", "off"), switch
+    settings = {"LIGHTNING_HPU_AUTOLOAD": "0"} if switch == "off" else {}
+    env = scenario_environment(leave_out=("LIGHTNING_HPU_", "PT_HPU_", "HABANA_"), **settings)
+    with tempfile.TemporaryDirectory(prefix="cpu_program_") as directory:
+        result = subprocess.run(
+            [sys.executable, str(SCENARIOS / "cpu_program_scenario.py")],
+            env=env,
+            cwd=directory,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    report: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    return report

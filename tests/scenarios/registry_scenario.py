@@ -4,7 +4,8 @@
 ``python registry_scenario.py`` (without ``LIGHTNING_HPU_BACKEND``, once with ``LIGHTNING_HPU_AUTOLOAD=0`` and once
 without) prints one JSON line: per namespace, each registry's entries (``{name: {field: text}}``) and, per call of
 :data:`CALLS`, what the call gave (the strategy's class name, or the error's class names and message).
-``tests/lightning_hpu/integration/test_registration.py`` compares the two runs.
+``tests/lightning_hpu/integration/test_registration.py`` compares the two runs; its tests take :func:`report` from
+``cpu_program_scenario.py``, which runs it after its own checks of the same start.
 """
 
 from __future__ import annotations
@@ -89,8 +90,9 @@ def outcome(owner: type, arguments: dict[str, Any]) -> list[Any]:
     return [type(built.strategy).__name__]
 
 
-def main() -> None:
-    report: dict[str, Any] = {}
+def report() -> dict[str, Any]:
+    """Per namespace, its registries' entries and what each call of :data:`CALLS` gave."""
+    found: dict[str, Any] = {}
     for namespace in REGISTRIES:
         calls = {}
         for module, name in OWNERS[namespace]:
@@ -100,8 +102,12 @@ def main() -> None:
                     continue
                 key = f"{name}({', '.join(f'{k}={v!r}' for k, v in arguments.items())})"
                 calls[key] = outcome(owner, arguments)
-        report[namespace] = {"registries": registries(namespace), "calls": calls}
-    print(json.dumps(report))
+        found[namespace] = {"registries": registries(namespace), "calls": calls}
+    return found
+
+
+def main() -> None:
+    print(json.dumps(report()))
 
 
 if __name__ == "__main__":

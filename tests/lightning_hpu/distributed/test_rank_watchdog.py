@@ -17,7 +17,7 @@ import torch.distributed as dist
 
 from lightning_hpu.distributed import rank_watchdog
 from lightning_hpu.distributed.rank_watchdog import RankWatchdog, is_collective_timeout, is_lost_connection
-from tests.helpers.fresh_start import GROUP, fresh_start
+from tests.helpers.fresh_start import fresh_start, in_fresh_start_group
 
 TIMEOUT = timedelta(seconds=20)
 
@@ -119,7 +119,7 @@ def test_only_a_rank_of_a_living_launcher_that_is_its_parent_follows_it(
 
 
 @pytest.mark.multiprocess
-@GROUP
+@in_fresh_start_group
 def test_a_process_exits_cleanly_with_its_watchdogs_still_watching() -> None:
     """Fabric has no teardown: its watchdog watches until the process exits. A watchdog thread still inside a store
     request when the interpreter shuts down aborted the process ("terminate called without an active exception");

@@ -4,14 +4,13 @@ errors, in ``lightning``, ``pytorch_lightning`` and ``lightning_fabric``; the na
 (``"model_parallel"``, ``"single_hpu"``) still mean the HPU strategy where an HPU is asked for.
 
 The CPU program is ``tests/scenarios/registry_scenario.py``, run once with ``LIGHTNING_HPU_AUTOLOAD=0`` (plain
-Lightning) and once with the switch on, without the stand-in.
+Lightning) and once with the switch on, without the stand-in, at the end of ``cpu_program_scenario.py`` (the same
+start test_namespaces.py checks, in the real interpreter).
 """
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
 from typing import Any
 
 import pytest
@@ -24,8 +23,7 @@ from lightning_hpu import SingleHPUStrategy
 from lightning_hpu.fabric.strategies import SingleHPUStrategy as FabricSingleHPUStrategy
 from lightning_hpu.integration.strategy_names import HPU_ONLY_NAMES
 from lightning_hpu.pytorch.strategies.model_parallel import HPUModelParallelStrategy
-from tests.helpers.paths import SCENARIOS
-from tests.helpers.processes import scenario_environment
+from tests.helpers.fresh_start import cpu_program, in_fresh_start_group
 
 OURS = re.compile(r"hpu(_\w+)?")
 #: Calls that name a name of ours (which plain Lightning does not know): the package's own error, one sentence.
@@ -50,22 +48,14 @@ def _lightnings_names(outcome: list[Any]) -> list[Any]:
 
 
 @pytest.fixture(scope="module")
-def runs(python_executable: str) -> dict[str, Any]:
-    """The scenario's report with the switch off and on (a CPU program: none of the package's variables set)."""
-    reports = {}
-    for switch in ("0", "1"):
-        result = subprocess.run(
-            [python_executable, str(SCENARIOS / "registry_scenario.py")],
-            env=scenario_environment(leave_out=("LIGHTNING_HPU_", "PT_HPU_", "HABANA_"), LIGHTNING_HPU_AUTOLOAD=switch),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
-        reports[switch] = json.loads(result.stdout.strip().splitlines()[-1])
-    return {"off": reports["0"], "on": reports["1"]}
+def runs() -> dict[str, Any]:
+    """The scenario's report with the switch off and on (a CPU program: none of the package's variables set), from
+    the CPU program that test_namespaces.py starts in the real interpreter (``tests/helpers/fresh_start.py``): the
+    same start, once for both."""
+    return {"off": cpu_program("off")["registries"], "on": cpu_program("on")["registries"]}
 
 
+@in_fresh_start_group
 @pytest.mark.parametrize("namespace", ["lightning", "pytorch_lightning", "lightning_fabric"])
 def test_a_cpu_program_finds_only_hpu_names_added_to_the_registries(runs: dict[str, Any], namespace: str) -> None:
     off, on = runs["off"][namespace]["registries"], runs["on"][namespace]["registries"]
@@ -77,6 +67,7 @@ def test_a_cpu_program_finds_only_hpu_names_added_to_the_registries(runs: dict[s
         assert {name: on[label].get(name) for name in plain} == plain, f"{namespace} {label}: Lightning's changed"
 
 
+@in_fresh_start_group
 @pytest.mark.parametrize("namespace", ["lightning", "pytorch_lightning", "lightning_fabric"])
 def test_a_cpu_program_gets_lightnings_errors(runs: dict[str, Any], namespace: str) -> None:
     off, on = runs["off"][namespace]["calls"], runs["on"][namespace]["calls"]

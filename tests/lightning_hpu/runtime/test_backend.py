@@ -16,7 +16,7 @@ from lightning_hpu.runtime import (
     require_backend,
 )
 from lightning_hpu.runtime.bridge import BridgeBackend
-from tests.helpers.fresh_start import GROUP, fresh_start
+from tests.helpers.fresh_start import fresh_start, in_fresh_start_group
 from tests.helpers.paths import SRC
 from tests.helpers.recording_bridge import install_recording_bridge
 from tests.helpers.standin import reset_backend
@@ -129,7 +129,7 @@ def test_a_gaudi_is_detected_and_driven_through_the_bridge(monkeypatch: pytest.M
     assert "get_device_name" in calls
 
 
-@GROUP
+@in_fresh_start_group
 def test_import_is_cheap_and_opens_nothing() -> None:
     """Importing registers with Lightning, but creates no backend, imports no bridge, starts no process.
 

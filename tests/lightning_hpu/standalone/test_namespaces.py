@@ -3,8 +3,9 @@
 off; a machine without HPUs sees no difference; the core scenarios run under both namespaces.
 
 The processes about start-up run ``sys.executable`` (the preloaded interpreter has imported Lightning already), one
-per start (its environment, its first import); the program that never imports lightning_hpu is a section of the
-fresh start other test files share (``tests/helpers/fresh_start.py``). The rest run in the preloaded interpreter.
+per start (its environment, its first import); the program that never imports lightning_hpu and the CPU program
+without HPUs are starts other test files share (``tests/helpers/fresh_start.py``). The rest run in the preloaded
+interpreter.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.fresh_start import GROUP, fresh_start
+from tests.helpers.fresh_start import cpu_program, fresh_start, in_fresh_start_group
 from tests.helpers.namespaces import NAMESPACE_ENV, NAMESPACES
 from tests.helpers.paths import ROOT, SCENARIOS
 
@@ -48,7 +49,7 @@ def _last_json(result: subprocess.CompletedProcess[str]) -> Any:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-@GROUP
+@in_fresh_start_group
 def test_every_lightning_package_knows_hpu_without_importing_lightning_hpu() -> None:
     """A program that never imports lightning_hpu: a fresh interpreter's start is the point, so the shared fresh start
     (``tests/helpers/fresh_start.py``, ``no_import``) runs it."""
@@ -93,6 +94,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.slow  # a fresh Python
 def test_importing_a_standalone_module_before_lightning_still_registers(tmp_path: Path) -> None:
     """A real interpreter: its first import, a standalone module's before any Lightning's, is the point."""
     # The module imports pytorch_lightning half-way through its own run; registering at that moment would import
@@ -104,37 +106,11 @@ def test_importing_a_standalone_module_before_lightning_still_registers(tmp_path
     }
 
 
-WITHOUT_HPU = """
-import io, json, sys, warnings
-from contextlib import redirect_stderr, redirect_stdout
-
-import torch  # torch first, then Lightning (the other test imports Lightning first, which imports torch)
-
-warnings.simplefilter("always")
-captured = io.StringIO()
-with warnings.catch_warnings(record=True) as caught, redirect_stdout(captured), redirect_stderr(captured):
-    import lightning as L
-    import pytorch_lightning as pl
-    L.Trainer(logger=False, enable_checkpointing=False)
-    pl.Trainer(logger=False, enable_checkpointing=False)
-seen = {
-    "output": captured.getvalue().splitlines(),
-    "warnings": sorted({f"{w.category.__name__}: {w.message}" for w in caught}),
-    "imported": "lightning_hpu" in sys.modules,
-    "auto": type(L.Trainer(logger=False).accelerator).__name__,
-}
-try:
-    L.Trainer(accelerator="hpu")
-except Exception as error:
-    seen["hpu"] = f"{type(error).__name__}: {error}"
-print(json.dumps(seen))
-"""
-
-
-def test_a_machine_without_hpus_sees_no_difference_and_the_switch_turns_registration_off(tmp_path: Path) -> None:
-    """Real interpreters, one per setting of the switch: what importing Lightning prints and warns is the point."""
-    on = _last_json(_python(WITHOUT_HPU, _env(), tmp_path))
-    off = _last_json(_python(WITHOUT_HPU, _env(LIGHTNING_HPU_AUTOLOAD="0"), tmp_path))
+@in_fresh_start_group
+def test_a_machine_without_hpus_sees_no_difference_and_the_switch_turns_registration_off() -> None:
+    """Real interpreters, one per setting of the switch: what importing Lightning prints and warns is the point
+    (``tests/helpers/fresh_start.py``'s CPU program, whose registries test_registration.py reads)."""
+    on, off = cpu_program("on")["start"], cpu_program("off")["start"]
     assert on["imported"] and not off["imported"]
     assert on["output"] == off["output"] and not [line for line in on["output"] if "HPU" in line]
     assert on["warnings"] == off["warnings"]
@@ -144,6 +120,7 @@ def test_a_machine_without_hpus_sees_no_difference_and_the_switch_turns_registra
     assert off["hpu"].startswith("ValueError: You selected an invalid accelerator name: `accelerator='hpu'`")
 
 
+@pytest.mark.slow  # a fresh Python
 def test_a_broken_install_warns_once_and_leaves_lightning_as_it_was(tmp_path: Path) -> None:
     """A real interpreter: the broken package must be the one importing Lightning meets at start-up."""
     broken = tmp_path / "broken" / "lightning_hpu"

@@ -10,7 +10,7 @@ import torch
 
 from lightning_hpu.support import versions
 from lightning_hpu.support.versions import TESTED, UntestedVersionWarning, VersionRange, release, untested_versions
-from tests.helpers.fresh_start import GROUP, fresh_start
+from tests.helpers.fresh_start import fresh_start, in_fresh_start_group
 from tests.helpers.paths import ROOT
 
 RANGES = {r.name: r for r in TESTED}
@@ -123,7 +123,7 @@ def test_inside_the_ranges_nothing_is_said(monkeypatch: pytest.MonkeyPatch) -> N
         versions.warn_if_untested({"torch": "2.9.0a0+git1", "lightning": "2.6.0", "python": "3.10.13"})
 
 
-@GROUP
+@in_fresh_start_group
 def test_import_warns_once_with_a_faked_torch() -> None:
     """``import lightning_hpu`` itself warns, once, with torch 2.7 (Intel Gaudi 1.22) and an untested Lightning.
 

@@ -189,8 +189,8 @@ def python_executable(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
     """The Python for subprocesses that run a script (``tests/helpers/preloaded_python.py``): a fork of an interpreter
     that
     has torch and Lightning imported, which starts in under a second instead of 6-8 s. Tests about processes
-    themselves (start-up, clean exits, a rank following its launcher, a writer killed mid-save) use
-    ``sys.executable``."""
+    themselves (start-up, clean exits, a rank following its launcher) use ``sys.executable``; a writer killed
+    mid-save is killed by its fork's own pid."""
     if os.environ.get(PRELOADED_PYTHON_ENV) == "0":
         yield sys.executable
         return

@@ -28,7 +28,9 @@ the server loads that library before torch (``gaudi_standin.startup.early_load``
 CUDA is off in every fork.
 
 Tests that are about processes themselves (start-up cost, clean exits, a rank that must die with the Lightning
-launcher that started it, a writer killed mid-save) keep using the real interpreter.
+launcher that started it) keep using the real interpreter. A process killed mid-way (a writer killed mid-save) can be
+a fork: it dies of the signal as a real one does, when it is sent to the fork's own pid (which the script reports),
+not to its shim's.
 """
 
 from __future__ import annotations

@@ -125,8 +125,8 @@ def test_exit_status_signals_tracebacks_and_the_fallback(python_executable: str,
     assert run("-c", preloaded, LD_LIBRARY_PATH=str(tmp_path)).stdout == "False\n"
     server_directories = [str(MPI_LIBRARIES)] if MPI_LIBRARIES.is_dir() else []
     assert run("-c", preloaded, LD_LIBRARY_PATH=os.pathsep.join(server_directories * 3)).stdout == "True\n"
-    # A process a fork starts (a rank, a worker) is forked too: what the preloaded imports put in the environment
-    # (PYTORCH_NVML_BASED_CUDA_CHECK, ...), which it inherits, does not send it to the real interpreter.
+    # A process a fork starts (a rank, a worker) is forked too: the environment it inherits from the fork does not
+    # send it to the real interpreter.
     child = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {preloaded!r}])"
     assert run("-c", child).stdout == "True\n"
 

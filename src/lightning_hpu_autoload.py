@@ -49,6 +49,9 @@ SERVING = ("litserve", "litgpt.api")
 
 _done: set[str] = set()
 _failed = False
+#: Serving libraries whose registration waits for a Lightning package being imported to be registered: registering
+#: them imports lightning_hpu, and with it Lightning, which must not be imported half-run (``import litserve, litgpt``).
+_after_lightning: set[str] = set()
 #: Packages whose registration waits for a module of ``lightning_hpu.standalone`` that imported them to finish.
 _deferred: set[str] = set()
 STANDALONE_PREFIX = "lightning_hpu.standalone."
@@ -73,10 +76,28 @@ def switched_off() -> bool:
 def registered(name: str, finishing: str = "") -> None:
     """Register the HPU names with Lightning package ``name`` (once), whose names are bound; warn once if it fails.
     ``finishing``: the module of ``lightning_hpu.standalone`` whose run has just ended (:func:`standalone_ran`)."""
-    global _failed
     if _failed or name in _done:
         return
+    if name in SERVING and _lightning_importing():
+        _after_lightning.add(name)
+        return
     _done.add(name)
+    _register_once(name, finishing)
+    if _after_lightning and not _lightning_importing():
+        waiting = sorted(_after_lightning)
+        _after_lightning.clear()
+        for serving in waiting:
+            registered(serving)
+
+
+def _lightning_importing() -> bool:
+    """Whether a Lightning package is being imported and has not been registered with yet."""
+    return any(name in sys.modules and not _has_run(name) and name not in _done for name in WATCHED)
+
+
+def _register_once(name: str, finishing: str) -> None:
+    """:func:`registered`'s work for package ``name``, marked done: a failure warns once and leaves it as it was."""
+    global _failed
     if name == "lightning" and "lightning_hpu" in sys.modules:
         return  # lightning_hpu, imported already or importing Lightning right now, registers itself
     try:

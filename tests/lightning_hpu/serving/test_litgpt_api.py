@@ -158,12 +158,25 @@ def test_litgpt_serve_answers_from_the_hpu(python_executable: str, checkpoint: P
 @pytest.mark.multiprocess
 def test_from_litgpt_import_llm_is_registered_though_torch_comes_first_inside_it(python_executable: str) -> None:
     """``litgpt.api`` imports Lightning, and with it torch, first: the import hook is installed while it runs and
-    registers it once the import binds it on ``litgpt``. A real interpreter, as the order of a fresh start's imports is
-    the point; the switch, read by every start, is checked in a preloaded one."""
+    registers it once the import binds it on ``litgpt``. LitServe imported before it (a server script's order), which
+    imports neither, is registered once Lightning is, not while Lightning is half-imported. A real interpreter, as
+    the order of a fresh start's imports is the point; the switch, read by every start, is checked in a preloaded
+    one."""
     code = "from litgpt import LLM; import sys; print(hasattr(LLM.distribute, '__lightning_hpu_wrapped__'))"
+    litserve_first = (
+        "import litserve; from litgpt import LLM; from litserve import connector;"
+        " print(hasattr(LLM.distribute, '__lightning_hpu_wrapped__'),"
+        " hasattr(connector._Connector.__init__, '__lightning_hpu_wrapped__'))"
+    )
     env = scenario_environment(leave_out=("LIGHTNING_HPU_",), LIGHTNING_HPU_BACKEND="cpu")
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
-    assert done.stdout.split() == ["True"], done.stderr[-3000:]
+    done = subprocess.run(
+        [sys.executable, "-W", "error::RuntimeWarning", "-c", litserve_first],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.stdout.split() == ["True", "True"], done.stderr[-3000:]
     switched_off = subprocess.run([python_executable, "-c", code], env={**env, "LIGHTNING_HPU_AUTOLOAD": "0"},
                                   capture_output=True, text=True, timeout=300)  # fmt: skip
     assert switched_off.stdout.split() == ["False"], switched_off.stderr[-3000:]

@@ -5,7 +5,7 @@
 #   bash scripts/test.sh --leg oldest        # Python 3.10, torch 2.9.1 (Intel Gaudi 1.23), Lightning 2.6.0,
 #                                            # Transformers 4.55, in .venv-oldest
 #   bash scripts/test.sh --leg newest        # Python 3.12, torch 2.15.0, the newest Lightning 2.6.x, in .venv-newest
-#   bash scripts/test.sh --leg all           # the three in turn, as CI runs them (.ci/run)
+#   bash scripts/test.sh --leg all           # the three, set up at once and tested in turn, as CI runs them (.ci/run)
 #   bash scripts/test.sh --leg gaudi-1.24    # Python 3.10, torch 2.10.0 (Intel Gaudi 1.24.0's), Transformers 4.55
 #   bash scripts/test.sh --leg gaudi-1.24.1  # Python 3.12, torch 2.11.0 (Intel Gaudi 1.24.1's)
 #   bash scripts/test.sh --leg lightning-head CHECKOUT  # Python 3.11, torch 2.13.0, Lightning's development head built

@@ -116,7 +116,9 @@ def test_two_devices_and_two_nodes(tmp_path: Path, python_executable: str) -> No
                 tmp_path / "devices",
                 "2,3",
                 1,
-                _env(4, PT_HPU_LAZY_MODE="0"),
+                # The test picks this launch's port as it picks the nodes' below: a port Lightning's launcher picked
+                # for itself, beside the nodes' launch, was once taken before its rank 0 listened.
+                _env(4, PT_HPU_LAZY_MODE="0", MASTER_PORT=str(free_port())),
                 tmp_path / "devices.log",
             )
         ],

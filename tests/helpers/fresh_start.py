@@ -51,20 +51,29 @@ class FreshStart:
         return found
 
 
-@functools.cache
-def fresh_start() -> FreshStart:
-    """Runs the scenario (once per test process) in the real interpreter, in an environment with none of the
-    package's variables but ``LIGHTNING_HPU_BACKEND=cpu``."""
-    env = scenario_environment(leave_out=("LIGHTNING_HPU_", "PT_HPU_", "HABANA_"), LIGHTNING_HPU_BACKEND="cpu")
-    with tempfile.TemporaryDirectory(prefix="fresh_start_") as directory:
-        result = subprocess.run(
-            [sys.executable, str(SCENARIOS / "fresh_start_scenario.py")],
+#: The variables of this test process that neither run inherits: the package's, the bridge's and the stand-in's.
+_LEFT_OUT = ("LIGHTNING_HPU_", "PT_HPU_", "HABANA_")
+
+
+def _run_in_real_python(scenario: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Runs ``tests/scenarios/<scenario>`` in the real interpreter, in a scratch working directory."""
+    with tempfile.TemporaryDirectory(prefix=scenario.removesuffix(".py") + "_") as directory:
+        return subprocess.run(
+            [sys.executable, str(SCENARIOS / scenario)],
             env=env,
             cwd=directory,
             capture_output=True,
             text=True,
             timeout=300,
         )
+
+
+@functools.cache
+def fresh_start() -> FreshStart:
+    """Runs the scenario (once per test process) in the real interpreter, in an environment with none of the
+    package's variables but ``LIGHTNING_HPU_BACKEND=cpu``."""
+    env = scenario_environment(leave_out=_LEFT_OUT, LIGHTNING_HPU_BACKEND="cpu")
+    result = _run_in_real_python("fresh_start_scenario.py", env)
     lines = result.stdout.strip().splitlines()
     report: dict[str, Any] = {}
     if len(lines) >= 2 and lines[-1] == "done":
@@ -78,16 +87,7 @@ def cpu_program(switch: str) -> dict[str, Any]:
     environment with none of the package's variables, but ``LIGHTNING_HPU_AUTOLOAD=0`` where ``switch`` is ``off``."""
     assert switch in ("on", "off"), switch
     settings = {"LIGHTNING_HPU_AUTOLOAD": "0"} if switch == "off" else {}
-    env = scenario_environment(leave_out=("LIGHTNING_HPU_", "PT_HPU_", "HABANA_"), **settings)
-    with tempfile.TemporaryDirectory(prefix="cpu_program_") as directory:
-        result = subprocess.run(
-            [sys.executable, str(SCENARIOS / "cpu_program_scenario.py")],
-            env=env,
-            cwd=directory,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+    result = _run_in_real_python("cpu_program_scenario.py", scenario_environment(leave_out=_LEFT_OUT, **settings))
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
     report: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
     return report

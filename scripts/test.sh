@@ -12,9 +12,10 @@
 #                                            # offline from CHECKOUT, a git clone of Lightning's repository (not in CI)
 # Unless a leg names one, Lightning and Transformers are the newest releases pyproject.toml admits (Transformers 5.x).
 # PyPI's Linux builds of torch other than the pinned one are CUDA builds (several GB; they run without a GPU): the
-# stand-in turns CUDA off in its processes (gaudi_standin.startup.early_load). pip's cache is shared by the legs.
-# A leg's pip takes the leg's own constraints file in place of any the machine's pip configuration or PIP_CONSTRAINT
-# names (a machine may cap torch below a leg's release); the leg's constraints pin torch exactly.
+# stand-in turns CUDA off in its processes (gaudi_standin.startup.early_load). The pinned leg's .venv is made by
+# scripts/setup.sh (pip), the others' by uv (build/uv); pip's and uv's caches are shared by the legs.
+# A leg's installer takes the leg's own constraints file in place of any the machine's pip configuration or
+# PIP_CONSTRAINT names (a machine may cap torch below a leg's release); the leg's constraints pin torch exactly.
 # Other arguments go to pytest (e.g. `bash scripts/test.sh --leg oldest tests/lightning_hpu/runtime/test_backend.py`). pytest runs in
 # LIGHTNING_HPU_TEST_WORKERS processes (pytest-xdist; default 2, 0 for one process): the tests that wait on the Python
 # processes they start leave a core idle, which the other worker's tests use. A leg that cannot
@@ -224,6 +225,7 @@ run_suite() {
     local mypy_pid="" mypy_log="build/mypy-$leg.log"
     if [ "$leg" = pinned ]; then
         "$venv/bin/ruff" check src tests examples benchmarks || return 1
+        "$venv/bin/ruff" format --check src tests examples benchmarks || return 1
         # mypy (one core, ~20 s without its cache) checks while the tests run; its verdict is read after them.
         mkdir -p build
         "$venv/bin/mypy" > "$mypy_log" 2>&1 &

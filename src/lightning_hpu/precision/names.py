@@ -154,4 +154,3 @@ def markdown_table() -> str:
             f" | {'yes' if spec.model_parallel else 'refused'} |"
         )
     return "\n".join(rows)
-

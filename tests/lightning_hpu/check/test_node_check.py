@@ -91,5 +91,3 @@ def _document() -> dict[str, Any]:
         "seconds": 0.0,
         "rows": [Row("devices", "d", "pass").to_json()],
     }
-
-

@@ -356,5 +356,3 @@ def test_wrap_in_hpu_graph_without_tensor_cache_keeps_its_own_buffers(lazy_stand
         x = torch.randn(3, 8)
         torch.testing.assert_close(wrapped(input=x), reference(x))
     assert standin_counters().graph_cache_hits == 1
-
-

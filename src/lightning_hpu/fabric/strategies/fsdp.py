@@ -32,9 +32,7 @@ from lightning_hpu.fabric.strategies.hccl import FabricHCCLParallelHooks
 SHARDED_FILTER_REFUSAL = "FSDP doesn't support loading sharded filtered checkpoints, so saving them is disabled. "
 
 
-class HPUFSDPStrategy(
-    FabricHPUStrategyHooks, FabricHCCLParallelHooks, HCCLProcessGroupHooks, FSDPHooks, FSDPStrategy
-):
+class HPUFSDPStrategy(FabricHPUStrategyHooks, FabricHCCLParallelHooks, HCCLProcessGroupHooks, FSDPHooks, FSDPStrategy):
     """Fabric FSDP over HCCL (``strategy="hpu_fsdp"``; ``"fsdp"`` maps here on HPU). Arguments as Lightning's."""
 
     precision_type = HPUFSDPPrecision

@@ -67,4 +67,3 @@ class FabricHCCLDDPHooks(FabricHCCLParallelHooks, HCCLProcessGroupHooks, DDPStra
     @override
     def _determine_ddp_device_ids(self) -> list[int] | None:
         return None
-

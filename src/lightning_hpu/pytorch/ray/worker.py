@@ -37,9 +37,7 @@ def bind_to_assigned_hpu() -> int:
     and Ray shows each worker only its own HPU.
     """
     require_backend()  # a worker without an HPU backend fails here, with its sentence
-    return bind_process_to_module(
-        assigned_hpu_module(), "Ray assigned this worker", " in the workers' environment"
-    )
+    return bind_process_to_module(assigned_hpu_module(), "Ray assigned this worker", " in the workers' environment")
 
 
 def world_shape() -> tuple[int, int]:

@@ -147,5 +147,3 @@ def test_dynamic_shapes_also_key_torch_compile_recipes(standin: Any) -> None:
     for rows in (5, 6, 7):
         counting([torch.ones(rows, 4)])
     assert standin_counters().compiled_recipes == 3  # one recipe for every size
-
-

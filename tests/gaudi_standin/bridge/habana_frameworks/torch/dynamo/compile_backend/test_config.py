@@ -56,5 +56,3 @@ def test_keep_input_mutations_setting_reaches_hpu_backend(monkeypatch: pytest.Mo
         with _config().patch(keep_input_mutations=keep):
             torch.compile(lambda x: x.add_(1), backend="hpu_backend")(torch.zeros(2, device=HPU))
         assert seen[-1] is keep  # the last call: hpu_backend's, for this compilation
-
-

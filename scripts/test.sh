@@ -147,23 +147,26 @@ sys.exit(sys.version.split()[0].rsplit('.', 1)[0] != '$python_version' or torch.
             echo "leg $leg cannot run: '$python -m venv $venv' failed (see above)." >&2
             return 1
         }
+        # PyPI's Linux build of an older torch is a CUDA build of several GB (it runs on the CPU): the one download.
+        leg_uv "$venv" "$constraints" install "torch==$torch_version" || {
+            echo "leg $leg cannot run: uv could not install torch==$torch_version for Python $python_version (a CUDA build of several GB from PyPI) into $venv (see uv's output above)." >&2
+            return 1
+        }
     fi
-    # The package itself, editable, first: setuptools writes src/lightning_hpu.egg-info while it builds the editable
-    # install, so one leg's build at a time (build/editable.lock, which scripts/setup.sh holds for its whole pip
-    # install). Without its dependencies this takes seconds, before the pinned leg's pip takes the lock.
+    # lightning-hpu's dependencies with its test extra, read from pyproject.toml (uv builds nothing for that), beside
+    # the other legs' set-ups. The bytecode of the whole environment is compiled here, as pip does: where
+    # PYTHONDONTWRITEBYTECODE is set, each process would otherwise compile what it imports.
+    leg_uv "$venv" "$constraints" install --compile-bytecode -r pyproject.toml --extra test || {
+        echo "leg $leg cannot run: uv could not install lightning-hpu's test dependencies under $constraints ($(paste -sd' ' "$constraints")) in $venv (see uv's output above)." >&2
+        return 1
+    }
+    # Then the package itself, editable. setuptools writes src/lightning_hpu.egg-info while it builds the editable
+    # install: one leg's build at a time (build/editable.lock, as scripts/setup.sh takes it); this one takes seconds.
     (
         if command -v flock > /dev/null; then flock 9; fi
         leg_uv "$venv" "$constraints" install --no-deps -e .
     ) 9> build/editable.lock || {
         echo "leg $leg cannot run: uv could not install lightning-hpu (editable) in $venv (see uv's output above)." >&2
-        return 1
-    }
-    # Then torch (PyPI's Linux builds other than the pinned one are CUDA builds of several GB; they run on the CPU)
-    # and lightning-hpu's dependencies with its test extra, read from pyproject.toml, in one resolution, beside the
-    # other legs' set-ups. The bytecode of the whole environment is compiled here, as pip does: where
-    # PYTHONDONTWRITEBYTECODE is set, each process would otherwise compile what it imports.
-    leg_uv "$venv" "$constraints" install --compile-bytecode "torch==$torch_version" -r pyproject.toml --extra test || {
-        echo "leg $leg cannot run: uv could not install torch==$torch_version (a CUDA build of several GB from PyPI) and lightning-hpu's test dependencies under $constraints ($(paste -sd' ' "$constraints")) for Python $python_version in $venv (see uv's output above)." >&2
         return 1
     }
     # Open MPI and mpi4py for the mpirun tests, as scripts/setup.sh installs them (kept out of the venv), for this

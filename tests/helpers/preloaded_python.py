@@ -8,8 +8,11 @@ executable file that takes an ordinary ``python`` command line, sends the server
 working directory and open file descriptors; the server forks, and the fork becomes that process: it takes over the
 descriptors (so output goes where the caller sent it), the environment and the directory, builds ``sys.path`` as a
 fresh interpreter would, runs the start-up hook the package's ``.pth`` file runs, and runs the script as
-``__main__``. It exits through the interpreter's normal exit (atexit handlers, non-daemon threads), and the shim
-exits with its status, or dies of the signal that ended it. Signals sent to the shim are passed on; a shim that is
+``__main__``. It exits as the interpreter's normal exit does where a program can see it (its non-daemon threads are
+waited for, the atexit handlers run, what ``__main__`` holds is finalized, the output is flushed), but without
+tearing down the preloaded modules, which would copy most of the server's memory into the fork (about 2 s of a core
+each; a process that imported mpi4py, whose exit work is in that teardown, has the whole of it). The shim exits with
+its status, or dies of the signal that ended it. Signals sent to the shim are passed on; a shim that is
 killed takes its process with it. ``sys.executable`` (and multiprocessing's executable) is the shim, so the ranks a
 launcher or ``spawn`` starts from the process are preloaded too (the descriptors they are given are passed on); a
 rank's shim dies with its launcher, as a rank does (``rank_watchdog.follow_launcher``).

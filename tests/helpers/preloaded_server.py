@@ -14,7 +14,7 @@ import socket
 import struct
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 #: Variables read while torch or Python start (or the libraries they load): a process that sets one differently
 #: from the server's runs in the real interpreter. OMP_NUM_THREADS is the exception, applied after the fork.
@@ -99,8 +99,7 @@ def _serve(socket_path: str) -> tuple[socket.socket, _Request]:
     import torch  # noqa: F401
 
     warnings.showwarning = show
-    gc.freeze()  # the preloaded objects stay out of the forks' collections, which would copy their pages, until
-    # the fork's program is done (_unfreeze_for_exit)
+    gc.freeze()  # the preloaded objects stay out of the forks' collections, which would copy their pages (_exit)
     global _PRELOAD_WARNINGS
     _PRELOAD_WARNINGS = shown
 
@@ -262,30 +261,70 @@ def _pythonpath() -> list[str]:
     return _directories(os.environ.get("PYTHONPATH"))
 
 
-def _run(connection: socket.socket, request: _Request) -> Any:
+def _run(connection: socket.socket, request: _Request) -> int:
+    """Runs the program; returns its exit status as the interpreter computes it (an uncaught ``SystemExit`` included:
+    its message, if it is not a number, goes to stderr)."""
     try:
-        return _become(connection, request)
-    except SystemExit:
-        raise
+        return int(_become(connection, request) or 0)
+    except SystemExit as exit:
+        if exit.code is None or isinstance(exit.code, int):
+            return int(exit.code or 0)
+        print(exit.code, file=sys.stderr)
+        return 1
     except BaseException as error:  # as the interpreter does with an uncaught exception: this file's frames left out
         trace = error.__traceback__
         while trace is not None and trace.tb_frame.f_code.co_filename == __file__:
             trace = trace.tb_next
         sys.excepthook(type(error), error.with_traceback(trace), trace)
         return 1
-    finally:
-        _unfreeze_for_exit()
 
 
-def _unfreeze_for_exit() -> None:
-    """Gives the preloaded objects back to the collector once the program is done, before the interpreter's exit
-    (atexit handlers, module teardown) starts: the exit then frees what an interpreter that imported them itself
-    frees. Left frozen (``_serve``), they would outlive the interpreter's last collections, and a library that counts
-    its live objects when it is torn down (triton 3.9's nanobind bindings) prints them as leaks."""
-    gc.unfreeze()
+#: Modules whose exit work is registered with the interpreter's teardown itself (C ``Py_AtExit``), which ``_exit``
+#: skips: mpi4py finalizes MPI there, and mpirun fails a rank that exits without it. A fork that imported one exits
+#: through the whole teardown (about 2 s of a core more).
+_TORN_DOWN_ONLY = ("mpi4py.MPI",)
+
+
+def _exit(status: int) -> NoReturn:
+    """Ends the process the way the interpreter's exit does, as far as a program can see it: it waits for the
+    program's non-daemon threads, runs the atexit handlers (the last registered first), finalizes what the program
+    holds (``__main__`` is cleared as the interpreter clears a module, and the garbage is collected: a file the
+    script left open is flushed and closed), and flushes stdout and stderr. What it skips is the teardown of the
+    modules: it would touch every object the server preloaded, so the fork would copy most of the server's memory
+    (about 2 s of a core per process, and the suite starts hundreds); those objects stay frozen (``_serve``), out of
+    these collections."""
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        threading._shutdown()  # type: ignore[attr-defined]  # what the interpreter's exit calls first
+    import atexit
+
+    atexit._run_exitfuncs()
+    main = sys.modules.get("__main__")
+    if main is not None:
+        _clear_module(vars(main))
+    gc.collect()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # a closed or broken stream: the interpreter then exits with 120
+            status = status or 120
+    os._exit(status)
+
+
+def _clear_module(namespace: dict[str, Any]) -> None:
+    """Sets a module's names to None as the interpreter does at exit: those with one leading underscore first."""
+    for first in (True, False):
+        for name in list(namespace):
+            single_underscore = name.startswith("_") and not name.startswith("__")
+            if single_underscore == first and name != "__builtins__":
+                namespace[name] = None
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] != ["serve"] or len(sys.argv) != 3:
         sys.exit("usage: python tests/helpers/preloaded_server.py serve SOCKET")
-    sys.exit(_run(*_serve(sys.argv[2])))
+    status = _run(*_serve(sys.argv[2]))
+    if any(name in sys.modules for name in _TORN_DOWN_ONLY):
+        gc.unfreeze()  # the interpreter's own exit, whole: the preloaded objects are collectable again by then
+        sys.exit(status)
+    _exit(status)

@@ -107,11 +107,23 @@ def test_exit_status_signals_tracebacks_and_the_fallback(python_executable: str,
         '  File "<string>", line 2, in f',
         "ValueError: boom",
     ]
-    # atexit handlers run at the normal exit (the last registered first). By then the objects the server preloaded
-    # (and froze) are collectable again, as in a process that imported them itself: left frozen, libraries that count
-    # their live objects at exit (triton 3.9) print leaks on stderr.
-    at_exit = "import atexit, gc; atexit.register(lambda: print(gc.get_freeze_count())); atexit.register(print, 'bye')"
-    assert run("-c", at_exit).stdout == "bye\n0\n"
+    # The normal exit: the program's threads are waited for, then the atexit handlers run (the last registered
+    # first), then what __main__ holds is finalized (a file left open is flushed), then stdout is flushed. The
+    # preloaded objects stay frozen to the end: the fork does not tear them down (that would copy the server's memory).
+    at_exit = (
+        "import atexit, gc, threading, time, sys\n"
+        "log = open(sys.argv[1], 'w')\n"
+        "log.write('kept')\n"
+        "threading.Thread(target=lambda: (time.sleep(0.5), print('thread'))).start()\n"
+        "atexit.register(lambda: print(gc.get_freeze_count() > 0))\n"
+        "atexit.register(print, 'bye')\n"
+        "print('end', end=' ')"
+    )
+    left_open = tmp_path / "left_open.txt"
+    assert run("-c", at_exit, str(left_open)).stdout == "end thread\nbye\nTrue\n"
+    assert left_open.read_text() == "kept"
+    exited = run("-c", "import sys; sys.exit('a message')")
+    assert (exited.returncode, exited.stderr) == (1, "a message\n")
     # -m runs a module as __main__.
     assert run("-m", "json.tool", "--help").stdout.startswith("usage: python -m json.tool")
     # A variable torch reads while it starts sends the command to the real interpreter, which honours it.

@@ -9,11 +9,19 @@ it (and test suites that compare the environment after each test would fail):
   environment they start with: it is in ``os.environ`` only while the launcher starts them, then as it was before;
   each rank reads it once and removes it from its own environment;
 * ranks that Lightning's ``_MultiProcessingLauncher`` spawns get it with the strategy, which is pickled to them.
+
+Since the ranks die with it, a script launcher lets them end first: at its exit it waits for the ranks it started
+(:func:`let_ranks_finish`, at most :data:`RANKS_EXIT_GRACE_S`), so ranks that stop together with it (a finished run,
+an agreed SIGTERM) finish their own exit, and only a rank still running after that is ended with it. (Lightning's
+spawn launcher joins its ranks itself.)
 """
 
 from __future__ import annotations
 
+import atexit
 import os
+import subprocess
+import time
 from typing import Any
 
 from lightning.fabric.plugins.environments import LightningEnvironment
@@ -32,6 +40,21 @@ class StartChildrenWithLauncherPid:
     def __call__(self) -> None:
         with variable_set(LAUNCHER_PID_ENV, str(os.getpid())):
             type(self.launcher)._call_children_scripts(self.launcher)
+        atexit.register(let_ranks_finish, self.launcher)
+
+
+#: How long a script launcher's exit waits for the ranks it started to end on their own.
+RANKS_EXIT_GRACE_S = 10.0
+
+
+def let_ranks_finish(launcher: Any, seconds: float = RANKS_EXIT_GRACE_S) -> None:
+    """Wait until the rank processes ``launcher`` started (its ``procs``) have exited, or ``seconds`` have passed."""
+    deadline = time.monotonic() + seconds
+    for process in getattr(launcher, "procs", []):
+        try:
+            process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            return
 
 
 def mark_or_follow_launcher(strategy: Any, launcher_types: tuple[type, ...]) -> None:

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -190,9 +191,39 @@ def test_the_ranks_a_script_launcher_starts_get_the_launchers_pid_and_this_proce
     launcher = strategy.launcher
     assert isinstance(launcher, (_SubprocessScriptLauncher, FabricSubprocessScriptLauncher))
     monkeypatch.setattr(subprocess, "Popen", popen)
+    monkeypatch.setattr(launched_ranks.atexit, "register", lambda *call: None)  # no rank to wait for at exit
     changed = _changes(launcher._call_children_scripts)
     assert [env.get(settings.LAUNCHER_PID_ENV) for env in started] == [str(os.getpid())]
     assert settings.LAUNCHER_PID_ENV not in changed  # Lightning's own variables only (MASTER_ADDR, ...)
+
+
+def test_a_script_launcher_lets_its_ranks_finish_at_exit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ranks die with their launcher (``follow_launcher``): its exit waits for them first, within a grace."""
+    at_exit: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(launched_ranks.atexit, "register", lambda *call: at_exit.append(call))
+
+    class Launcher:
+        procs: list[subprocess.Popen[bytes]] = []
+
+        def _call_children_scripts(self) -> None:
+            pass
+
+    launcher = Launcher()
+    launched_ranks.StartChildrenWithLauncherPid(launcher)()
+    assert at_exit == [(launched_ranks.let_ranks_finish, launcher)]
+    ending = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5)"])
+    stalled = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        launcher.procs = [ending]
+        launched_ranks.let_ranks_finish(launcher, seconds=30)
+        assert ending.poll() == 0
+        launcher.procs = [stalled]
+        started = time.monotonic()
+        launched_ranks.let_ranks_finish(launcher, seconds=0.5)
+        assert stalled.poll() is None and time.monotonic() - started < 5
+    finally:
+        stalled.kill()
+        stalled.wait()
 
 
 @pytest.mark.parametrize("owner", ["Trainer", "Fabric"])

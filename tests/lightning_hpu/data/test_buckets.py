@@ -21,6 +21,7 @@ from lightning_hpu.data import (
     power_of_two_buckets,
 )
 from tests.helpers.bucketing_model import BucketedTokenModel, sample_lengths
+from tests.helpers.dynamo import reset_dynamo
 from tests.helpers.standin import counters as standin_counters
 from tests.helpers.trainer import quiet_trainer
 from tests.helpers.two_device_run import TwoDeviceRun
@@ -132,7 +133,7 @@ def test_grouped_batches_are_a_batch_sampler_s_batches_regrouped() -> None:
 def _fit_compiled(tmp_path: Any, buckets: list[int], grouped: bool) -> tuple[BucketedTokenModel, int, int]:
     """Fit one epoch compiled with hpu_backend (one static graph per shape); (model, recipes, monitor's total)."""
 
-    torch._dynamo.reset()
+    reset_dynamo()
     counters = standin_counters()
     before = counters.compiled_recipes
     model = BucketedTokenModel(buckets, grouped=grouped)

@@ -20,6 +20,7 @@ from torch.overrides import TorchFunctionMode
 from lightning_hpu import FiniteMean, HPUCompile, HPULossLogger, HPUProfiler, HPUThroughputMonitor
 from lightning_hpu.fabric.strategies import SingleHPUStrategy as FabricSingleHPUStrategy
 from lightning_hpu.runtime import HPUConfigurationError
+from tests.helpers.dynamo import reset_dynamo
 from tests.helpers.models import BlockModel, RegressionModel, regression_data
 from tests.helpers.standin import counters as standin_counters
 from tests.helpers.trainer import MetricsSpy, quiet_trainer
@@ -153,7 +154,7 @@ class _GraphsPerStep(Callback):
 
 
 def _compiled_fit(tmp_path: Path, model: LightningModule, **options: Any) -> _GraphsPerStep:
-    torch._dynamo.reset()
+    reset_dynamo()
     probe = _GraphsPerStep()
     trainer = quiet_trainer(
         tmp_path, accelerator="hpu", max_steps=3, enable_checkpointing=False, callbacks=[HPUCompile(**options), probe]

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 
 from gaudi_standin.emulator import machine as standin_runtime
 from gaudi_standin.emulator.recipe_store import active_store
@@ -22,6 +21,7 @@ from lightning_hpu.runtime.recipe_cache import (
     apply_recipe_cache_from_env,
     filesystem_type,
 )
+from tests.helpers.dynamo import reset_dynamo
 from tests.helpers.models import RegressionModel
 from tests.helpers.standin import reset_backend
 from tests.helpers.trainer import quiet_trainer
@@ -51,7 +51,7 @@ class Wide(RegressionModel):
 def _run(tmp_path: Path, cache: Path, model: RegressionModel, compile: bool) -> tuple[int, int]:
     """One run on a fresh backend: (device compilations counted by the stand-in, the monitor's total)."""
     reset_backend()
-    torch._dynamo.reset()
+    reset_dynamo()
     monitor = HPURecompileMonitor(warmup_steps=100)
     callbacks: list[Any] = [monitor] + ([HPUCompile(dynamic=False)] if compile else [])
     trainer = quiet_trainer(
@@ -98,7 +98,7 @@ def test_without_a_cache_every_run_compiles(standin: Any, tmp_path: Path) -> Non
 
 def _run_without_cache(tmp_path: Path) -> int:
     reset_backend()
-    torch._dynamo.reset()
+    reset_dynamo()
     trainer = quiet_trainer(
         tmp_path,
         accelerator="hpu",

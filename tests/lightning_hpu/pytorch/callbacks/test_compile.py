@@ -20,6 +20,7 @@ from gaudi_standin.compiler.hpu_backend import register_hpu_backend
 from lightning_hpu import HPUCompile, HPUGraphs, HPURecompileMonitor, HPUThroughputMonitor
 from lightning_hpu.compile import CompileInLazyModeError
 from lightning_hpu.pytorch.callbacks import HPUCompileError
+from tests.helpers.dynamo import reset_dynamo
 from tests.helpers.models import Block, BlockModel, RegressionModel
 from tests.helpers.paths import EXAMPLES
 from tests.helpers.standin import counters as standin_counters
@@ -28,7 +29,7 @@ from tests.helpers.trainer import MetricsSpy, quiet_trainer, rank_zero_lines
 
 @pytest.fixture(autouse=True)
 def _fresh_dynamo() -> None:
-    torch._dynamo.reset()
+    reset_dynamo()
 
 
 def _trainer(tmp_path: Any, **kwargs: Any) -> Trainer:
@@ -103,7 +104,7 @@ def test_hpu_compile_keeps_self_log_and_plain_checkpoints(standin: Any, tmp_path
 def test_regional_compilation_does_not_grow_with_depth(standin: Any, tmp_path: Any, precision: str) -> None:
     graphs = {}
     for depth in (2, 6):
-        torch._dynamo.reset()
+        reset_dynamo()
         start = counters["stats"]["unique_graphs"]
         compile_blocks = HPUCompile(modules=[Block])
         trainer = _trainer(tmp_path, max_steps=4, precision=precision, callbacks=[compile_blocks])

@@ -266,10 +266,10 @@ def _run(connection: socket.socket, request: _Request) -> int:
     its message, if it is not a number, goes to stderr)."""
     try:
         return int(_become(connection, request) or 0)
-    except SystemExit as exit:
-        if exit.code is None or isinstance(exit.code, int):
-            return int(exit.code or 0)
-        print(exit.code, file=sys.stderr)
+    except SystemExit as system_exit:
+        if system_exit.code is None or isinstance(system_exit.code, int):
+            return int(system_exit.code or 0)
+        print(system_exit.code, file=sys.stderr)
         return 1
     except BaseException as error:  # as the interpreter does with an uncaught exception: this file's frames left out
         trace = error.__traceback__

@@ -154,9 +154,11 @@ sys.exit(sys.version.split()[0].rsplit('.', 1)[0] != '$python_version' or torch.
         }
     fi
     # lightning-hpu's dependencies with its test extra, read from pyproject.toml (uv builds nothing for that), beside
-    # the other legs' set-ups. The bytecode of the whole environment is compiled here, as pip does: where
-    # PYTHONDONTWRITEBYTECODE is set, each process would otherwise compile what it imports.
-    leg_uv "$venv" "$constraints" install --compile-bytecode -r pyproject.toml --extra test || {
+    # the other legs' set-ups. Their bytecode is not compiled here: the whole environment (some 16,000 files) cost
+    # a leg about a minute of a core, while the tests import a fraction of it; the leg's processes write the bytecode
+    # of what they import instead (the device build below and run_suite let them, where PYTHONDONTWRITEBYTECODE is
+    # set), once for the leg.
+    leg_uv "$venv" "$constraints" install -r pyproject.toml --extra test || {
         echo "leg $leg cannot run: uv could not install lightning-hpu's test dependencies under $constraints ($(paste -sd' ' "$constraints")) in $venv (see uv's output above)." >&2
         return 1
     }
@@ -180,8 +182,8 @@ sys.exit(sys.version.split()[0].rsplit('.', 1)[0] != '$python_version' or torch.
         fi
     ) 9> build/mpi.lock
     # The stand-in's hpu device library is built once per environment (scripts/setup.sh does it for .venv), before
-    # the tests start their processes.
-    "$venv/bin/python" -m gaudi_standin.device || {
+    # the tests start their processes; this first import of torch writes its bytecode.
+    env -u PYTHONDONTWRITEBYTECODE "$venv/bin/python" -m gaudi_standin.device || {
         echo "leg $leg cannot run: the CPU stand-in's hpu device could not be built for torch $torch_version (see above)." >&2
         return 1
     }
@@ -235,8 +237,13 @@ run_suite() {
     # The package's and the tests' bytecode, compiled once: the suite starts some 200 Python processes, each of which
     # would otherwise compile what it imports of them anew where PYTHONDONTWRITEBYTECODE is set.
     "$venv/bin/python" -m compileall -q src tests > /dev/null || status=1
+    # In the environments this script makes (every leg but pinned, whose .venv scripts/setup.sh makes with pip, which
+    # compiles everything), the tests' processes write the bytecode of what they import, which setup_leg_venv left
+    # uncompiled: once for the leg rather than in every process.
+    local keep_bytecode=()
+    [ "$leg" = pinned ] || keep_bytecode=(-u PYTHONDONTWRITEBYTECODE)
     if [ $status = 0 ]; then
-        LIGHTNING_HPU_BACKEND="${LIGHTNING_HPU_BACKEND:-cpu}" "$venv/bin/python" -m pytest -q \
+        env "${keep_bytecode[@]}" LIGHTNING_HPU_BACKEND="${LIGHTNING_HPU_BACKEND:-cpu}" "$venv/bin/python" -m pytest -q \
             -n "${LIGHTNING_HPU_TEST_WORKERS:-2}" --dist loadgroup --durations=15 "$@" || status=1
     fi
     if [ -n "$mypy_pid" ]; then

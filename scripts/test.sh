@@ -99,9 +99,9 @@ write_leg_constraints() {
     echo "$constraints"
 }
 
-# uv (https://docs.astral.sh/uv) sets up the legs other than the pinned one: it downloads and unpacks in parallel and
-# compiles the bytecode on every core, in a fraction of the CPU pip spends on the same packages, which counts on a 2-core
-# machine that sets three legs up at once. It is installed once, from PyPI by the machine's pip, into build/uv.
+# uv (https://docs.astral.sh/uv) sets up the legs other than the pinned one: it downloads and unpacks in parallel, in
+# a fraction of the CPU pip spends on the same packages, which counts on a 2-core machine that sets three legs up at
+# once. It is installed once, from PyPI by the machine's pip, into build/uv.
 UV="$PWD/build/uv/bin/uv"
 
 # Makes $UV (one leg at a time: build/uv.lock); fails when uv could not be installed.
@@ -154,10 +154,10 @@ sys.exit(sys.version.split()[0].rsplit('.', 1)[0] != '$python_version' or torch.
         }
     fi
     # lightning-hpu's dependencies with its test extra, read from pyproject.toml (uv builds nothing for that), beside
-    # the other legs' set-ups. Their bytecode is not compiled here: the whole environment (some 16,000 files) cost
-    # a leg about a minute of a core, while the tests import a fraction of it; the leg's processes write the bytecode
-    # of what they import instead (the device build below and run_suite let them, where PYTHONDONTWRITEBYTECODE is
-    # set), once for the leg.
+    # the other legs' set-ups. Their bytecode is not compiled here: uv compiles only the packages one install adds
+    # (some 18,000 files here, about a minute of a core, of which the tests import fewer than half), so torch,
+    # installed above, had none. The leg's processes write the bytecode of what they import instead (the device build
+    # below and run_suite let them where PYTHONDONTWRITEBYTECODE is set), once for the leg.
     leg_uv "$venv" "$constraints" install -r pyproject.toml --extra test || {
         echo "leg $leg cannot run: uv could not install lightning-hpu's test dependencies under $constraints ($(paste -sd' ' "$constraints")) in $venv (see uv's output above)." >&2
         return 1

@@ -237,13 +237,11 @@ run_suite() {
     # The package's and the tests' bytecode, compiled once: the suite starts some 200 Python processes, each of which
     # would otherwise compile what it imports of them anew where PYTHONDONTWRITEBYTECODE is set.
     "$venv/bin/python" -m compileall -q src tests > /dev/null || status=1
-    # In the environments this script makes (every leg but pinned, whose .venv scripts/setup.sh makes with pip, which
-    # compiles everything), the tests' processes write the bytecode of what they import, which setup_leg_venv left
-    # uncompiled: once for the leg rather than in every process.
-    local keep_bytecode=()
-    [ "$leg" = pinned ] || keep_bytecode=(-u PYTHONDONTWRITEBYTECODE)
+    # Every leg but pinned (whose .venv setup.sh's pip compiled): the tests write the bytecode setup_leg_venv left out.
+    local write_bytecode=()
+    [ "$leg" = pinned ] || write_bytecode=(-u PYTHONDONTWRITEBYTECODE)
     if [ $status = 0 ]; then
-        env "${keep_bytecode[@]}" LIGHTNING_HPU_BACKEND="${LIGHTNING_HPU_BACKEND:-cpu}" "$venv/bin/python" -m pytest -q \
+        env "${write_bytecode[@]}" LIGHTNING_HPU_BACKEND="${LIGHTNING_HPU_BACKEND:-cpu}" "$venv/bin/python" -m pytest -q \
             -n "${LIGHTNING_HPU_TEST_WORKERS:-2}" --dist loadgroup --durations=15 "$@" || status=1
     fi
     if [ -n "$mypy_pid" ]; then

@@ -21,6 +21,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_hpu import HPUCompile, HPUParallelStrategy, HPURecompileMonitor, get_backend
+from tests.helpers.dynamo import reset_dynamo
 from tests.helpers.models import Block
 from tests.helpers.standin import counters as standin_counters
 from tests.helpers.trainer import quiet_trainer
@@ -62,7 +63,7 @@ def _max_diff_between_ranks(module: nn.Module) -> float:
 
 
 def run(fast_ddp: bool, last_batch: str) -> dict[str, Any]:
-    torch._dynamo.reset()  # each scenario compiles from scratch
+    reset_dynamo()  # each scenario compiles from scratch
     model = Blocks()
     monitor = HPURecompileMonitor(warmup_steps=2)
     backend = get_backend()

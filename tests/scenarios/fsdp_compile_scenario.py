@@ -24,6 +24,7 @@ from lightning.fabric.strategies import FSDPStrategy
 from torch import nn
 from torch.distributed.fsdp import FullyShardedDataParallel
 
+from tests.helpers.dynamo import reset_dynamo
 from tests.helpers.standin import counters as standin_counters
 
 WORLD = 2
@@ -86,7 +87,7 @@ def _reference(start: dict[str, torch.Tensor]) -> torch.Tensor:
 
 
 def run() -> dict[str, Any]:
-    torch._dynamo.reset()  # compile from scratch, counted from here
+    reset_dynamo()  # compile from scratch, counted from here
     compiled_before = standin_counters().compiled_graphs
     fabric = Fabric(accelerator="hpu", devices=WORLD, strategy=FSDPStrategy(auto_wrap_policy={Block}))
     fabric.launch()

@@ -12,17 +12,16 @@ import json
 import sys
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from gaudi_standin.emulator import machine as standin_runtime
 from lightning_hpu import HPUAccelerator, HPUCompile
+from tests.helpers.dynamo import reset_dynamo
 from tests.helpers.models import RegressionModel
 from tests.helpers.trainer import quiet_trainer
 
 
 def main(out: Path, cache: Path | None = None) -> None:
-    torch._dynamo.reset()  # compiles from scratch after other scenarios of the same process
+    reset_dynamo()  # compiles from scratch after other scenarios of the same process
     counters = standin_runtime.current().counters
     compiled_before = counters.compiled_recipes
     trainer = quiet_trainer(

@@ -17,6 +17,7 @@ import torch
 
 from gaudi_standin.bridge.habana_frameworks.torch.dynamo.compile_backend import config, passes, shared_layer
 from gaudi_standin.bridge.habana_frameworks.torch.utils.debug.logger import Logger
+from tests.helpers.dynamo import reset_dynamo
 
 FALLBACK_LINE = re.compile(r"\[PT_COMPILE\] Node: (\w+) requires fallback: (\w+)")
 IR_HEADER = "[PT_COMPILE] ####PyTorch-generated JIT IR graph for this HPU graph:####\n"
@@ -25,13 +26,13 @@ IR_HEADER = "[PT_COMPILE] ####PyTorch-generated JIT IR graph for this HPU graph:
 @pytest.fixture
 def logs(standin: object) -> Iterator[tuple[Logger, Logger]]:
     """The two loggers, storing (as the bridge's tests' ``clear_t_compile_logs`` asks), and TorchDynamo reset."""
-    torch._dynamo.reset()
+    reset_dynamo()
     passes.logger.set_store_data(True)
     shared_layer.logger.set_store_data(True)
     yield passes.logger, shared_layer.logger
     passes.logger.set_store_data(False)
     shared_layer.logger.set_store_data(False)
-    torch._dynamo.reset()
+    reset_dynamo()
 
 
 def _fallbacks(logger: Logger) -> dict[str, str]:
@@ -80,27 +81,27 @@ def test_an_op_the_bridge_runs_on_the_host_is_logged_as_a_fallback_and_left_out_
 
 
 def test_a_fallback_is_refused_when_eager_fallback_is_off(standin: object) -> None:
-    torch._dynamo.reset()
+    reset_dynamo()
     x, index = torch.ones(3, 4, device="hpu"), torch.tensor([0, 2], device="hpu")
     with config.patch(use_eager_fallback=False), pytest.raises(Exception, match=r"Node: index requires fallback: True"):
         _compiled(lambda a, i: a[i] * 2)(x, index)
-    torch._dynamo.reset()
+    reset_dynamo()
 
 
 def test_nothing_is_kept_unless_asked_and_asking_again_clears(standin: object) -> None:
-    torch._dynamo.reset()
+    reset_dynamo()
     passes.logger.set_store_data(False)
     shared_layer.logger.set_store_data(False)
     _compiled(lambda a: a * 3)(torch.ones(2, device="hpu"))
     assert passes.logger.data == [] and shared_layer.logger.data == []
     shared_layer.logger.set_store_data(True)
-    torch._dynamo.reset()
+    reset_dynamo()
     _compiled(lambda a: a * 3)(torch.ones(2, device="hpu"))
     assert _fallbacks(shared_layer.logger) == {"mul": "False"}
     shared_layer.logger.set_store_data(True)
     assert shared_layer.logger.data == []
     shared_layer.logger.set_store_data(False)
-    torch._dynamo.reset()
+    reset_dynamo()
 
 
 def test_the_loggers_format_lines_as_the_bridges() -> None:

@@ -11,14 +11,15 @@ import pytest
 import torch
 
 from gaudi_standin.bridge.habana_frameworks.torch.dynamo.compile_backend import compilers, recipe_compiler
+from tests.helpers.dynamo import reset_dynamo
 from tests.helpers.standin import counters
 
 
 @pytest.fixture(autouse=True)
 def _fresh_dynamo(standin: object) -> Any:
-    torch._dynamo.reset()
+    reset_dynamo()
     yield
-    torch._dynamo.reset()
+    reset_dynamo()
 
 
 def _double(x: torch.Tensor) -> torch.Tensor:

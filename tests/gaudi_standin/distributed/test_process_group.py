@@ -22,6 +22,7 @@ from gaudi_standin.distributed.process_group import (
     register_hccl_standin_backend,
 )
 from gaudi_standin.graphs.standin_graph import StandInGraph, capture_active, standin_capture
+from tests.helpers.dynamo import reset_dynamo
 from tests.helpers.processes import run_until_ok
 
 ACCEPTED_OPS = [ReduceOp.SUM, ReduceOp.MIN, ReduceOp.MAX]
@@ -269,11 +270,11 @@ def test_a_compiled_function_runs_the_groups_collectives_as_they_are(single_pg: 
         all_reduce_eagerly(doubled)
         return doubled + 1
 
-    torch._dynamo.reset()
+    reset_dynamo()
     try:
         result = torch.compile(step, backend="hpu_backend")(torch.ones(3, device="hpu"))
     finally:
-        torch._dynamo.reset()
+        reset_dynamo()
     assert result.device.type == "hpu" and torch.equal(result.cpu(), torch.full((3,), 3.0))
 
 

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 import gaudi_standin.bridge.habana_frameworks.torch  # noqa: F401 (defines torch.ops.hpu)
+from tests.helpers.dynamo import reset_dynamo
 
 HPU = torch.device("hpu")
 
@@ -308,7 +309,7 @@ def test_the_scaled_softmaxes_compile_with_hpu_backend() -> None:
             *torch.ops.hpu.scaled_triangular_softmax_retain(x, 2.0),
         )
 
-    torch._dynamo.reset()
+    reset_dynamo()
     compiled = torch.compile(both, backend="hpu_backend", fullgraph=True)(x, mask)
     for got, expected in zip(compiled, both(x, mask), strict=True):
         assert torch.equal(got.cpu(), expected.cpu())

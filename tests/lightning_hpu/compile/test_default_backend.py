@@ -13,6 +13,7 @@ from torch import nn
 
 from lightning_hpu import HPUConfigurationError
 from lightning_hpu.compile import default_backend
+from tests.helpers.dynamo import reset_dynamo
 from tests.helpers.models import BlockModel
 from tests.helpers.standin import counters as standin_counters
 from tests.helpers.trainer import quiet_trainer, rank_zero_lines
@@ -25,7 +26,7 @@ TOLD = (
 @pytest.fixture(autouse=True)
 def lines(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """A fresh Dynamo and "said once" flag; the lines logged through Lightning's rank-zero logger."""
-    torch._dynamo.reset()
+    reset_dynamo()
     monkeypatch.setattr(default_backend, "_told", False)
     with rank_zero_lines() as lines:
         yield lines

@@ -14,6 +14,7 @@ import torch
 
 import gaudi_standin.bridge.habana_frameworks.torch  # noqa: F401 (the device and torch.ops.hpu)
 from gaudi_standin.bridge.habana_frameworks.torch.dynamo.compile_backend import config as compile_config
+from tests.helpers.dynamo import reset_dynamo
 
 HPU = torch.device("hpu")
 
@@ -52,7 +53,7 @@ def test_keep_input_mutations_setting_reaches_hpu_backend(monkeypatch: pytest.Mo
 
     monkeypatch.setattr(common, "aot_autograd", spy)
     for keep in (False, True):
-        torch._dynamo.reset()
+        reset_dynamo()
         with _config().patch(keep_input_mutations=keep):
             torch.compile(lambda x: x.add_(1), backend="hpu_backend")(torch.zeros(2, device=HPU))
         assert seen[-1] is keep  # the last call: hpu_backend's, for this compilation
